@@ -1,0 +1,128 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podlife/podlife/runtime"
+)
+
+// containerConfig builds the CRI config of one container instance.
+func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int) *runtimeapi.ContainerConfig {
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
+		Image:       &runtimeapi.ImageSpec{Image: c.Image},
+		Command:     c.Command,
+		Args:        c.Args,
+		WorkingDir:  c.WorkingDir,
+		Labels:      containerLabels(pod, c),
+		Annotations: containerAnnotations(pod, c, runtime.HashContainer(c), restartCount),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: r.namespaceOptions(pod)},
+		},
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+		}
+	}
+	return cfg
+}
+
+// startContainer creates and starts one container instance in a sandbox.
+func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, restartCount int) error {
+	if err := r.ensureImage(ctx, pod, c, sandboxCfg); err != nil {
+		return err
+	}
+	cctx, cancel := r.callCtx(ctx, 0)
+	resp, err := r.rs.CreateContainer(cctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId:  sandboxID,
+		Config:        r.containerConfig(pod, c, restartCount),
+		SandboxConfig: sandboxCfg,
+	})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("create container %q of pod %s: %w", c.Name, podRef(pod), fromGRPC(err))
+	}
+	id := resp.GetContainerId()
+	if err := r.startCreated(ctx, id); err != nil {
+		return fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err)
+	}
+	r.log.V(2).Info("container started", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "container", c.Name, "containerID", id, "restartCount", restartCount)
+	return nil
+}
+
+func (r *Runtime) startCreated(ctx context.Context, id string) error {
+	cctx, cancel := r.callCtx(ctx, 0)
+	defer cancel()
+	if _, err := r.rs.StartContainer(cctx, &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
+		return fmt.Errorf("start container %q: %w", id, fromGRPC(err))
+	}
+	return nil
+}
+
+// stopContainer stops one container with a grace period (floored at
+// MinimumGracePeriod). The call may last the grace period plus Timeout. A
+// container that vanished counts as stopped.
+func (r *Runtime) stopContainer(ctx context.Context, id string, gracePeriod int64) error {
+	gracePeriod = max(gracePeriod, MinimumGracePeriod)
+	cctx, cancel := r.callCtx(ctx, time.Duration(gracePeriod)*time.Second)
+	defer cancel()
+	_, err := r.rs.StopContainer(cctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: gracePeriod})
+	if err := ignoreNotFound(fromGRPC(err)); err != nil {
+		return fmt.Errorf("stop container %q (grace period %ds): %w", id, gracePeriod, err)
+	}
+	return nil
+}
+
+// removeContainer removes one container; one that vanished counts as removed.
+func (r *Runtime) removeContainer(ctx context.Context, id string) error {
+	cctx, cancel := r.callCtx(ctx, 0)
+	defer cancel()
+	_, err := r.rs.RemoveContainer(cctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
+	if err := ignoreNotFound(fromGRPC(err)); err != nil {
+		return fmt.Errorf("remove container %q: %w", id, err)
+	}
+	return nil
+}
+
+// validatePod rejects specs the adapter cannot run, naming pod and container.
+func validatePod(pod *v1.Pod) error {
+	if pod == nil {
+		return fmt.Errorf("sync pod: no pod given: %w", runtime.ErrInvalidArgument)
+	}
+	var errs []error
+	if pod.UID == "" || pod.Name == "" || pod.Namespace == "" {
+		errs = append(errs, errors.New("uid, name and namespace are required"))
+	}
+	if len(pod.Spec.Containers) == 0 {
+		errs = append(errs, errors.New("no containers"))
+	}
+	if len(pod.Spec.InitContainers) > 0 || len(pod.Spec.EphemeralContainers) > 0 {
+		errs = append(errs, fmt.Errorf("init and ephemeral containers are not supported: %w", runtime.ErrUnimplemented))
+	}
+	seen := map[string]bool{}
+	for i, c := range pod.Spec.Containers {
+		switch {
+		case c.Name == "":
+			errs = append(errs, fmt.Errorf("container #%d has no name", i))
+		case seen[c.Name]:
+			errs = append(errs, fmt.Errorf("container %q: duplicate name", c.Name))
+		case c.Image == "":
+			errs = append(errs, fmt.Errorf("container %q: no image", c.Name))
+		}
+		seen[c.Name] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid pod %s: %w", podRef(pod), errors.Join(runtime.ErrInvalidArgument, err))
+	}
+	return nil
+}

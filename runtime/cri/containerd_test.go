@@ -1,0 +1,196 @@
+package cri_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/runtime"
+	"github.com/podlife/podlife/runtime/cri"
+)
+
+// EndpointEnv names the CRI endpoint of the integration test.
+const EndpointEnv = "PODLIFE_CRI_ENDPOINT"
+
+// TestRealRuntime drives a real CRI runtime (containerd, as started by
+// scripts/containerd/start.sh) through the whole life of a pod: create, run,
+// crash-loop back-off, "agent restart" finding the pod by its labels, kill
+// with a grace period, remove.
+func TestRealRuntime(t *testing.T) {
+	endpoint := os.Getenv(EndpointEnv)
+	if endpoint == "" {
+		t.Skip(EndpointEnv + " is not set: skipping the integration test against a real CRI runtime " +
+			"(start one with `sock=$(bash scripts/containerd/start.sh)` and set " + EndpointEnv + "=unix://$sock)")
+	}
+	image := os.Getenv("PODLIFE_CRI_IMAGE")
+	if image == "" {
+		image = "localhost/podlife/pause:1.0"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	newRuntime := func() *cri.Runtime {
+		rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 30 * time.Second, CgroupParent: "/podlife-test", Logger: testr.New(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rt.Close() })
+		return rt
+	}
+	rt := newRuntime()
+
+	v, err := rt.Version(ctx)
+	if err != nil {
+		t.Fatalf("Version: %v", err)
+	}
+	t.Logf("runtime %s %s, CRI %s", v.RuntimeName, v.RuntimeVersion, v.APIVersion)
+	st, err := rt.Status(ctx)
+	if err != nil || !st.RuntimeReady() {
+		t.Fatalf("Status: %+v, %v", st, err)
+	}
+
+	pod := realPod(image)
+	t.Cleanup(func() { // best effort, whatever failed above
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		zero := int64(0)
+		_ = rt.KillPod(cctx, pod, nil, &zero)
+		_ = rt.RemovePod(cctx, &runtime.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace})
+	})
+
+	start := time.Now()
+	if err := rt.SyncPod(ctx, pod, nil); err != nil {
+		t.Fatalf("SyncPod: %v", err)
+	}
+	status := waitStatus(ctx, t, rt, pod, "main running and crash exited", func(s *runtime.PodStatus) bool {
+		m, c := s.FindContainerStatusByName("main"), s.FindContainerStatusByName("crash")
+		return m != nil && m.State == runtime.ContainerStateRunning && c != nil && c.State == runtime.ContainerStateExited
+	})
+	t.Logf("pod running after %s", time.Since(start).Round(time.Millisecond))
+	if !status.HasReadySandbox() || status.SandboxStatuses[0].Network != "node" {
+		t.Errorf("sandbox: %+v, want ready, node network", status.SandboxStatuses[0])
+	}
+	if c := status.FindContainerStatusByName("crash"); c.ExitCode != 3 || c.RestartCount != 0 {
+		t.Errorf("crash container: exit %d restarts %d, want 3 and 0", c.ExitCode, c.RestartCount)
+	}
+	if m := status.FindContainerStatusByName("main"); m.Hash != runtime.HashContainer(&pod.Spec.Containers[0]) {
+		t.Errorf("main container hash %x, want the spec's %x", m.Hash, runtime.HashContainer(&pod.Spec.Containers[0]))
+	}
+
+	// First restart of the crashed container is immediate, the second one
+	// waits for the back-off.
+	if err := rt.SyncPod(ctx, pod, status); err != nil {
+		t.Fatalf("SyncPod (restart): %v", err)
+	}
+	status = waitStatus(ctx, t, rt, pod, "crash restarted once and exited", func(s *runtime.PodStatus) bool {
+		c := s.FindContainerStatusByName("crash")
+		return c.RestartCount == 1 && c.State == runtime.ContainerStateExited
+	})
+	if err := rt.SyncPod(ctx, pod, status); !errors.Is(err, runtime.ErrBackOff) {
+		t.Fatalf("SyncPod in back-off: got %v, want ErrBackOff", err)
+	}
+
+	// A restarted agent (a new client) finds the pod by its labels.
+	rt2 := newRuntime()
+	pods, err := rt2.GetPods(ctx, false)
+	if err != nil {
+		t.Fatalf("GetPods: %v", err)
+	}
+	var found *runtime.Pod
+	for _, p := range pods {
+		if p.ID == pod.UID {
+			found = p
+		}
+	}
+	if found == nil {
+		t.Fatalf("GetPods after agent restart: pod %s not found among %d pods", pod.UID, len(pods))
+	}
+	if found.Name != pod.Name || found.Namespace != pod.Namespace || len(found.Sandboxes) != 1 || found.FindContainerByName("main") == nil {
+		t.Errorf("found pod %+v: want name %s/%s, 1 sandbox, container main", found, pod.Namespace, pod.Name)
+	}
+
+	// Kill as a runtime-only pod (no spec): the "hang" container ignores
+	// SIGTERM, so the kill lasts the grace period.
+	grace := int64(2)
+	start = time.Now()
+	if err := rt2.KillPod(ctx, nil, found, &grace); err != nil {
+		t.Fatalf("KillPod: %v", err)
+	}
+	took := time.Since(start)
+	t.Logf("KillPod with a 2s grace period took %s", took.Round(time.Millisecond))
+	if took < 2*time.Second {
+		t.Errorf("KillPod took %s; the hang container should have held it for its 2s grace period", took)
+	}
+	status, err = rt2.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatalf("GetPodStatus: %v", err)
+	}
+	if !status.IsTerminal() {
+		t.Fatalf("after KillPod: %v is not terminal: %+v", status, status.ContainerStatuses)
+	}
+	if h := status.FindContainerStatusByName("hang"); h == nil || h.ExitCode != 137 {
+		t.Errorf("hang container after kill: %+v, want exit code 137", h)
+	}
+
+	start = time.Now()
+	if err := rt2.RemovePod(ctx, found); err != nil {
+		t.Fatalf("RemovePod: %v", err)
+	}
+	t.Logf("RemovePod took %s", time.Since(start).Round(time.Millisecond))
+	all, err := rt2.GetPods(ctx, true)
+	if err != nil {
+		t.Fatalf("GetPods: %v", err)
+	}
+	for _, p := range all {
+		if p.ID == pod.UID {
+			t.Fatalf("pod still listed after RemovePod: %+v", p)
+		}
+	}
+}
+
+func realPod(image string) *v1.Pod {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	suffix := hex.EncodeToString(b)
+	grace := int64(10)
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "it-" + suffix[:8], Namespace: "podlife-test", UID: types.UID("it-" + suffix), Labels: map[string]string{"app": "podlife-it"}},
+		Spec: v1.PodSpec{
+			RestartPolicy:                 v1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []v1.Container{
+				{Name: "main", Image: image, ImagePullPolicy: v1.PullIfNotPresent},
+				{Name: "hang", Image: image, Args: []string{"hang"}, ImagePullPolicy: v1.PullIfNotPresent},
+				{Name: "crash", Image: image, Args: []string{"exit", "3"}, ImagePullPolicy: v1.PullIfNotPresent},
+			},
+		},
+	}
+}
+
+// waitStatus polls GetPodStatus until cond holds or ctx ends.
+func waitStatus(ctx context.Context, t *testing.T, rt runtime.Runtime, pod *v1.Pod, what string, cond func(*runtime.PodStatus) bool) *runtime.PodStatus {
+	t.Helper()
+	var last *runtime.PodStatus
+	for {
+		s, err := rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if err == nil {
+			last = s
+			if cond(s) {
+				return s
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v; last status %v, err %v", what, ctx.Err(), last, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

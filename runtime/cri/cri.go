@@ -1,0 +1,135 @@
+package cri
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podlife/podlife/runtime"
+)
+
+// maxMsgSize matches the kubelet's CRI client (16 MiB).
+const maxMsgSize = 16 << 20
+
+// Runtime implements runtime.Runtime over a CRI endpoint. It is safe for
+// concurrent use; calls for different pods run in parallel.
+type Runtime struct {
+	opts    Options
+	log     logr.Logger
+	conn    *grpc.ClientConn
+	rs      runtimeapi.RuntimeServiceClient
+	is      runtimeapi.ImageServiceClient
+	backOff *backOff
+
+	mu          sync.Mutex
+	runtimeName string // from Version, once known
+}
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// New validates opts and returns a Runtime. It does not connect yet: the
+// connection is made by the first call, and remade after the runtime
+// restarts. A malformed endpoint is an error wrapping runtime.ErrInvalidArgument;
+// a socket that does not exist shows as runtime.ErrUnavailable on each call.
+func New(opts Options) (*Runtime, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	target := opts.Endpoint
+	dialOpts := []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: opts.ReconnectMaxDelay},
+			MinConnectTimeout: 5 * time.Second,
+		}),
+	}
+	if opts.Dialer != nil {
+		name := opts.Endpoint
+		if name == "" {
+			name = "in-memory"
+		}
+		target = "passthrough:///" + name
+		dialOpts = append(dialOpts, grpc.WithContextDialer(opts.Dialer))
+	}
+	conn, err := grpc.NewClient(target, dialOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("cri client for %q: %w", opts.Endpoint, errorsJoinInvalid(err))
+	}
+	return &Runtime{
+		opts:    opts,
+		log:     opts.Logger.WithName("cri"),
+		conn:    conn,
+		rs:      runtimeapi.NewRuntimeServiceClient(conn),
+		is:      runtimeapi.NewImageServiceClient(conn),
+		backOff: newBackOff(opts.Clock, opts.BackOffInitial, opts.BackOffMax),
+	}, nil
+}
+
+func errorsJoinInvalid(err error) error { return fmt.Errorf("%w: %w", runtime.ErrInvalidArgument, err) }
+
+// Close closes the connection. Calls after Close fail.
+func (r *Runtime) Close() error { return r.conn.Close() }
+
+// callCtx bounds one call by the configured timeout (plus extra).
+func (r *Runtime) callCtx(ctx context.Context, extra time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.opts.Timeout+extra)
+}
+
+// Version implements runtime.Runtime. A runtime that does not serve CRI v1
+// gives an error wrapping runtime.ErrUnimplemented.
+func (r *Runtime) Version(ctx context.Context) (*runtime.VersionInfo, error) {
+	cctx, cancel := r.callCtx(ctx, 0)
+	defer cancel()
+	resp, err := r.rs.Version(cctx, &runtimeapi.VersionRequest{Version: "v1"})
+	if err != nil {
+		return nil, fmt.Errorf("version of CRI runtime at %s: %w", r.opts.Endpoint, fromGRPC(err))
+	}
+	v := &runtime.VersionInfo{RuntimeName: resp.GetRuntimeName(), RuntimeVersion: resp.GetRuntimeVersion(), APIVersion: resp.GetRuntimeApiVersion()}
+	if v.APIVersion != "v1" && !strings.HasPrefix(v.APIVersion, "v1.") && !strings.HasPrefix(v.APIVersion, "0.1") {
+		return v, fmt.Errorf("CRI runtime %s %s at %s speaks CRI API %q; podlife needs v1: %w",
+			v.RuntimeName, v.RuntimeVersion, r.opts.Endpoint, v.APIVersion, runtime.ErrUnimplemented)
+	}
+	r.mu.Lock()
+	r.runtimeName = v.RuntimeName
+	r.mu.Unlock()
+	return v, nil
+}
+
+// Status implements runtime.Runtime.
+func (r *Runtime) Status(ctx context.Context) (*runtime.Status, error) {
+	cctx, cancel := r.callCtx(ctx, 0)
+	defer cancel()
+	resp, err := r.rs.Status(cctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("status of CRI runtime at %s: %w", r.opts.Endpoint, fromGRPC(err))
+	}
+	st := &runtime.Status{}
+	for _, c := range resp.GetStatus().GetConditions() {
+		st.Conditions = append(st.Conditions, runtime.Condition{Type: c.GetType(), Status: c.GetStatus(), Reason: c.GetReason(), Message: c.GetMessage()})
+	}
+	return st, nil
+}
+
+// name returns the runtime's name for ContainerID.Type, asking once.
+func (r *Runtime) name(ctx context.Context) string {
+	r.mu.Lock()
+	n := r.runtimeName
+	r.mu.Unlock()
+	if n != "" {
+		return n
+	}
+	if v, err := r.Version(ctx); err == nil && v.RuntimeName != "" {
+		return v.RuntimeName
+	}
+	return "cri"
+}

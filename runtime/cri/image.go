@@ -1,0 +1,37 @@
+package cri
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podlife/podlife/runtime"
+)
+
+// ensureImage makes sure the container's image is present: ImageStatus
+// first, PullImage only when it is missing (whatever the pull policy, except
+// Never, which makes a missing image an error).
+func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxCfg *runtimeapi.PodSandboxConfig) error {
+	spec := &runtimeapi.ImageSpec{Image: c.Image}
+	cctx, cancel := r.callCtx(ctx, 0)
+	resp, err := r.is.ImageStatus(cctx, &runtimeapi.ImageStatusRequest{Image: spec})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("status of image %q of container %q of pod %s: %w", c.Image, c.Name, podRef(pod), fromGRPC(err))
+	}
+	if resp.GetImage() != nil {
+		return nil
+	}
+	if c.ImagePullPolicy == v1.PullNever {
+		return fmt.Errorf("image %q of container %q of pod %s is not present and its pull policy is Never: %w", c.Image, c.Name, podRef(pod), runtime.ErrNotFound)
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.opts.ImagePullTimeout)
+	defer cancel()
+	r.log.V(2).Info("pulling image", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "image", c.Image)
+	if _, err := r.is.PullImage(pctx, &runtimeapi.PullImageRequest{Image: spec, SandboxConfig: sandboxCfg}); err != nil {
+		return fmt.Errorf("pull image %q of container %q of pod %s: %w", c.Image, c.Name, podRef(pod), fromGRPC(err))
+	}
+	return nil
+}

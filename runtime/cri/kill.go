@@ -1,0 +1,197 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podlife/podlife/runtime"
+)
+
+// target is one container to stop.
+type target struct {
+	id    string
+	name  string
+	grace *int64 // from the container's annotations, if any
+}
+
+// podObjects is what the runtime holds of one pod, read fresh, plus what a
+// caller's runningPod adds (objects without podlife's labels).
+type podObjects struct {
+	running    []target // containers not exited
+	stopped    []string // exited containers
+	sandboxes  []string
+	anyRunning bool // a container not exited or a sandbox ready
+}
+
+func (r *Runtime) podObjects(ctx context.Context, uid types.UID, runningPod *runtime.Pod) (*podObjects, error) {
+	sel := map[string]string{LabelPodUID: string(uid)}
+	sandboxes, err := r.listSandboxes(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	containers, err := r.listContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	o := &podObjects{}
+	seen := map[string]bool{}
+	for _, sb := range sandboxes {
+		seen[sb.GetId()] = true
+		o.sandboxes = append(o.sandboxes, sb.GetId())
+		o.anyRunning = o.anyRunning || sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
+	}
+	for _, c := range containers {
+		seen[c.GetId()] = true
+		if c.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+			o.stopped = append(o.stopped, c.GetId())
+			continue
+		}
+		o.anyRunning = true
+		o.running = append(o.running, target{id: c.GetId(), name: c.GetMetadata().GetName(), grace: infoFromAnnotations(c.GetAnnotations()).GracePeriod})
+	}
+	if runningPod != nil {
+		for _, sb := range runningPod.Sandboxes {
+			if !seen[sb.ID.ID] {
+				o.sandboxes = append(o.sandboxes, sb.ID.ID)
+				o.anyRunning = o.anyRunning || sb.State == runtime.ContainerStateRunning
+			}
+		}
+		for _, c := range runningPod.Containers {
+			if seen[c.ID.ID] {
+				continue
+			}
+			if c.State == runtime.ContainerStateExited {
+				o.stopped = append(o.stopped, c.ID.ID)
+				continue
+			}
+			o.anyRunning = true
+			o.running = append(o.running, target{id: c.ID.ID, name: c.Name})
+		}
+	}
+	return o, nil
+}
+
+func identify(pod *v1.Pod, runningPod *runtime.Pod) (uid types.UID, ref string, err error) {
+	switch {
+	case pod != nil:
+		return pod.UID, podRef(pod), nil
+	case runningPod != nil:
+		return runningPod.ID, fmt.Sprintf("%s/%s (%s)", runningPod.Namespace, runningPod.Name, runningPod.ID), nil
+	default:
+		return "", "", fmt.Errorf("no pod given: %w", runtime.ErrInvalidArgument)
+	}
+}
+
+// KillPod implements runtime.Runtime. Containers are stopped in parallel,
+// each with gracePeriodOverride, else the pod's deletion or spec grace
+// period, else the grace period recorded on the container, else 30 s, and
+// never less than MinimumGracePeriod. Sandboxes are stopped after every
+// container stop has returned. Containers and sandboxes that vanished count
+// as stopped.
+func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, runningPod *runtime.Pod, gracePeriodOverride *int64) error {
+	uid, ref, err := identify(pod, runningPod)
+	if err != nil {
+		return fmt.Errorf("kill pod: %w", err)
+	}
+	objs, err := r.podObjects(ctx, uid, runningPod)
+	if err != nil {
+		return fmt.Errorf("kill pod %s: %w", ref, err)
+	}
+	grace := func(t target) int64 {
+		switch {
+		case gracePeriodOverride != nil:
+			return *gracePeriodOverride
+		case podGracePeriod(pod) != nil:
+			return *podGracePeriod(pod)
+		case t.grace != nil:
+			return *t.grace
+		default:
+			return DefaultGracePeriod
+		}
+	}
+	r.log.V(2).Info("killing pod", "pod", ref, "containers", len(objs.running), "sandboxes", len(objs.sandboxes))
+	if err := r.stopTargets(ctx, objs.running, grace); err != nil {
+		return fmt.Errorf("kill pod %s: %w", ref, err)
+	}
+	var errs []error
+	for _, id := range objs.sandboxes {
+		errs = append(errs, r.stopSandbox(ctx, id))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kill pod %s: %w", ref, err)
+	}
+	return nil
+}
+
+// killContainers stops the running containers of a status (for a sandbox
+// that died under them).
+func (r *Runtime) killContainers(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus, gracePeriodOverride *int64) error {
+	var ts []target
+	for _, cs := range st.ContainerStatuses {
+		if cs.State != runtime.ContainerStateExited {
+			ts = append(ts, target{id: cs.ID.ID, name: cs.Name})
+		}
+	}
+	return r.stopTargets(ctx, ts, func(target) int64 {
+		if gracePeriodOverride != nil {
+			return *gracePeriodOverride
+		}
+		if gp := podGracePeriod(pod); gp != nil {
+			return *gp
+		}
+		return DefaultGracePeriod
+	})
+}
+
+func (r *Runtime) stopTargets(ctx context.Context, ts []target, grace func(target) int64) error {
+	errs := make([]error, len(ts))
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		wg.Go(func() {
+			if err := r.stopContainer(ctx, t.id, grace(t)); err != nil {
+				errs[i] = fmt.Errorf("container %q: %w", t.name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// RemovePod implements runtime.Runtime: it removes every container, then
+// every sandbox, of a pod that no longer runs. A pod with a container not
+// exited or a ready sandbox is refused with runtime.ErrFailedPrecondition
+// (KillPod it first). Objects that vanished count as removed.
+func (r *Runtime) RemovePod(ctx context.Context, runningPod *runtime.Pod) error {
+	uid, ref, err := identify(nil, runningPod)
+	if err != nil {
+		return fmt.Errorf("remove pod: %w", err)
+	}
+	objs, err := r.podObjects(ctx, uid, runningPod)
+	if err != nil {
+		return fmt.Errorf("remove pod %s: %w", ref, err)
+	}
+	if objs.anyRunning {
+		return fmt.Errorf("remove pod %s: it still runs; kill it first: %w", ref, runtime.ErrFailedPrecondition)
+	}
+	var errs []error
+	for _, id := range objs.stopped {
+		errs = append(errs, r.removeContainer(ctx, id))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("remove pod %s: %w", ref, err)
+	}
+	for _, id := range objs.sandboxes {
+		errs = append(errs, r.removeSandbox(ctx, id))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("remove pod %s: %w", ref, err)
+	}
+	r.log.V(2).Info("pod removed", "pod", ref)
+	return nil
+}

@@ -1,0 +1,151 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/runtime"
+)
+
+// NetworkMode chooses the network namespace of the sandboxes podlife creates.
+type NetworkMode int
+
+const (
+	// NetworkModeNode puts every pod in the node's network namespace and sets
+	// no hostname. It is the default, and the only mode that works with a
+	// runtime that has no CNI network configured.
+	NetworkModeNode NetworkMode = iota
+	// NetworkModePod follows pod.Spec.HostNetwork: pods that do not ask for
+	// the host network get their own namespace from the runtime's CNI, and
+	// their name as hostname.
+	NetworkModePod
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout           = 2 * time.Minute // the kubelet's --runtime-request-timeout
+	DefaultImagePullTimeout  = 10 * time.Minute
+	DefaultCgroupParent      = "/podlife"
+	DefaultBackOffInitial    = 10 * time.Second
+	DefaultBackOffMax        = 5 * time.Minute
+	DefaultReconnectMaxDelay = 2 * time.Second
+	DefaultGracePeriod       = int64(30) // seconds, when neither pod nor labels say
+	// MinimumGracePeriod is the floor of every container stop, in seconds,
+	// as in the kubelet.
+	MinimumGracePeriod = int64(2)
+)
+
+// Options configures a Runtime.
+type Options struct {
+	// Endpoint of the CRI runtime, "unix:///absolute/path.sock". Required
+	// unless Dialer is set (then it only names the target in errors).
+	Endpoint string
+	// Dialer, when set, opens every connection (for an in-memory server such
+	// as fakecri.Server.DialContext).
+	Dialer func(ctx context.Context, addr string) (net.Conn, error)
+	// Timeout of every CRI call except image pulls and container stops
+	// (which get the grace period on top). Default 2m.
+	Timeout time.Duration
+	// ImagePullTimeout of one PullImage call. Default 10m.
+	ImagePullTimeout time.Duration
+	// ReconnectMaxDelay caps the wait between two connection attempts after
+	// the runtime went away, so that podlife notices a restarted runtime
+	// quickly. While disconnected, calls fail at once with
+	// runtime.ErrUnavailable. Default 2s.
+	ReconnectMaxDelay time.Duration
+	// RuntimeHandler passed to RunPodSandbox ("" = the runtime's default).
+	RuntimeHandler string
+	// CgroupParent under which every pod gets its own cgroup,
+	// CgroupParent + "/pod" + UID (cgroupfs form). Default "/podlife".
+	// Sandboxes need a cgroup parent for the runtime's pod stats to work.
+	CgroupParent string
+	// NetworkMode of the sandboxes. Default NetworkModeNode.
+	NetworkMode NetworkMode
+	// BackOffInitial is the first crash-loop back-off of a container; it
+	// doubles at every restart up to BackOffMax. Defaults 10s and 5m.
+	BackOffInitial time.Duration
+	BackOffMax     time.Duration
+	// Clock paces the crash-loop back-off. Default: the real clock. (Call
+	// deadlines are gRPC deadlines and use real time.)
+	Clock clock.Clock
+	// Logger. The zero value discards.
+	Logger logr.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.ImagePullTimeout == 0 {
+		o.ImagePullTimeout = DefaultImagePullTimeout
+	}
+	if o.ReconnectMaxDelay == 0 {
+		o.ReconnectMaxDelay = DefaultReconnectMaxDelay
+	}
+	if o.CgroupParent == "" {
+		o.CgroupParent = DefaultCgroupParent
+	}
+	if o.BackOffInitial == 0 {
+		o.BackOffInitial = DefaultBackOffInitial
+	}
+	if o.BackOffMax == 0 {
+		o.BackOffMax = DefaultBackOffMax
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if o.Dialer == nil {
+		if err := validateEndpoint(o.Endpoint); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for name, d := range map[string]time.Duration{
+		"Timeout": o.Timeout, "ImagePullTimeout": o.ImagePullTimeout, "ReconnectMaxDelay": o.ReconnectMaxDelay,
+		"BackOffInitial": o.BackOffInitial, "BackOffMax": o.BackOffMax,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", name, d))
+		}
+	}
+	if o.BackOffMax < o.BackOffInitial {
+		errs = append(errs, fmt.Errorf("BackOffMax (%s) must not be below BackOffInitial (%s)", o.BackOffMax, o.BackOffInitial))
+	}
+	if !strings.HasPrefix(o.CgroupParent, "/") {
+		errs = append(errs, fmt.Errorf("CgroupParent must be an absolute cgroupfs path, got %q", o.CgroupParent))
+	}
+	if o.NetworkMode != NetworkModeNode && o.NetworkMode != NetworkModePod {
+		errs = append(errs, fmt.Errorf("unknown NetworkMode %d", o.NetworkMode))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid cri options: %w", errors.Join(runtime.ErrInvalidArgument, err))
+	}
+	return nil
+}
+
+// validateEndpoint accepts "unix:///absolute/path" only.
+func validateEndpoint(ep string) error {
+	path, ok := strings.CutPrefix(ep, "unix://")
+	switch {
+	case ep == "":
+		return errors.New("Endpoint is required (unix:///path/to/cri.sock)")
+	case !ok:
+		return fmt.Errorf("Endpoint %q: only unix:// endpoints are supported (unix:///path/to/cri.sock)", ep)
+	case !strings.HasPrefix(path, "/"):
+		return fmt.Errorf("Endpoint %q: the socket path must be absolute (unix:///path/to/cri.sock)", ep)
+	case len(path) > 107:
+		return fmt.Errorf("Endpoint %q: unix socket paths are limited to 107 bytes", ep)
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/runtime"
+)
+
+// SyncPod implements runtime.Runtime.
+//
+//   - No ready sandbox: a new one is created (attempt+1), after stopping
+//     whatever still runs of the pod, and every container is started in it,
+//     except, under RestartPolicy OnFailure, those that succeeded. A pod with
+//     RestartPolicy Never whose sandbox died after its containers ran is left
+//     alone.
+//   - Ready sandbox: a container with no instance yet is created and started;
+//     an exited one is restarted when the restart policy says so (Always;
+//     OnFailure and a non-zero exit code), unless it is in crash-loop back-off,
+//     which gives an error wrapping runtime.ErrBackOff. A created but not
+//     started instance is started. An instance in an unknown state is stopped
+//     and restarted. Running containers are left as they are.
+//   - After a restart, older dead instances of the container are removed; the
+//     newest dead one is kept (for its logs and exit code).
+//
+// The errors of all containers are joined; each names pod and container.
+func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.PodStatus) error {
+	if err := validatePod(pod); err != nil {
+		return err
+	}
+	if podStatus == nil {
+		st, err := r.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if err != nil {
+			return fmt.Errorf("sync pod %s: %w", podRef(pod), err)
+		}
+		podStatus = st
+	}
+	policy := pod.Spec.RestartPolicy
+	if policy == "" {
+		policy = v1.RestartPolicyAlways
+	}
+
+	sandbox := newestSandbox(podStatus)
+	createSandbox := sandbox == nil || sandbox.State != runtime.SandboxStateReady
+	var sandboxID string
+	attempt := uint32(0)
+	if sandbox != nil {
+		sandboxID, attempt = sandbox.ID, sandbox.Attempt
+	}
+	if createSandbox {
+		if sandbox != nil {
+			if policy == v1.RestartPolicyNever && len(podStatus.ContainerStatuses) > 0 {
+				return nil // it ran, its sandbox is gone, and it must not restart
+			}
+			// Nothing of the old sandbox may keep running.
+			if err := r.killContainers(ctx, pod, podStatus, nil); err != nil {
+				return fmt.Errorf("sync pod %s: stop containers of dead sandbox %q: %w", podRef(pod), sandbox.ID, err)
+			}
+			attempt++
+		}
+		id, err := r.runSandbox(ctx, pod, r.sandboxConfig(pod, attempt))
+		if err != nil {
+			return err
+		}
+		sandboxID = id
+	}
+	sandboxCfg := r.sandboxConfig(pod, attempt)
+
+	var errs []error
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), errors.Join(runtime.ErrCanceled, err)))
+			break
+		}
+		cs := podStatus.FindContainerStatusByName(c.Name)
+		restartCount := 0
+		if cs != nil {
+			restartCount = cs.RestartCount + 1
+		}
+		backOffKey := string(pod.UID) + "/" + c.Name
+		if cs != nil && createSandbox {
+			if policy == v1.RestartPolicyOnFailure && cs.State == runtime.ContainerStateExited && cs.ExitCode == 0 {
+				continue
+			}
+		} else if cs != nil {
+			switch cs.State {
+			case runtime.ContainerStateRunning:
+				continue
+			case runtime.ContainerStateCreated:
+				if err := r.startCreated(ctx, cs.ID.ID); err != nil {
+					errs = append(errs, fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err))
+				}
+				continue
+			case runtime.ContainerStateExited, runtime.ContainerStateUnknown:
+				if !shouldRestart(policy, cs) {
+					continue
+				}
+				if cs.State == runtime.ContainerStateUnknown {
+					if err := r.stopContainer(ctx, cs.ID.ID, 0); err != nil {
+						errs = append(errs, fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err))
+						continue
+					}
+				}
+				if wait := r.backOff.wait(backOffKey, cs.FinishedAt); wait > 0 {
+					errs = append(errs, fmt.Errorf("container %q of pod %s exited with %d; restart in %s: %w", c.Name, podRef(pod), cs.ExitCode, wait.Round(1e6), runtime.ErrBackOff))
+					continue
+				}
+				r.backOff.next(backOffKey)
+			}
+		}
+		if err := r.startContainer(ctx, pod, c, sandboxID, sandboxCfg, restartCount); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if cs != nil {
+			r.pruneDead(ctx, podStatus, c.Name, cs.ID.ID)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func shouldRestart(policy v1.RestartPolicy, cs *runtime.ContainerStatus) bool {
+	switch policy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return cs.State == runtime.ContainerStateUnknown || cs.ExitCode != 0
+	default:
+		return true
+	}
+}
+
+// pruneDead removes the dead instances of a container except keep. Failures
+// are only logged: the next RemovePod takes them anyway.
+func (r *Runtime) pruneDead(ctx context.Context, podStatus *runtime.PodStatus, name, keep string) {
+	for _, cs := range podStatus.ContainerStatuses {
+		if cs.Name != name || cs.ID.ID == keep || cs.State != runtime.ContainerStateExited {
+			continue
+		}
+		if err := r.removeContainer(ctx, cs.ID.ID); err != nil {
+			r.log.V(4).Info("could not remove dead container", "pod", podStatus.Namespace+"/"+podStatus.Name, "container", name, "err", err)
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package fakecri
+
+import (
+	"errors"
+	"fmt"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ErrNoSuchObject is returned by the test helpers below for an unknown ID.
+var ErrNoSuchObject = errors.New("fakecri: no such sandbox or container")
+
+// ExitContainer makes a running container's process exit by itself with code,
+// as a crash or a completed job does.
+func (s *Server) ExitContainer(id string, code int32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.containers[id]
+	if !ok {
+		return fmt.Errorf("exit container %q: %w", id, ErrNoSuchObject)
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return fmt.Errorf("exit container %q: it is %s, not running", id, c.state)
+	}
+	reason := "Completed"
+	if code != 0 {
+		reason = "Error"
+	}
+	s.exitLocked(c, code, reason, "")
+	return nil
+}
+
+// Forget makes the runtime lose a container, or a sandbox with its
+// containers, without any call: later calls about it answer NotFound.
+func (s *Server) Forget(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.containers[id]; ok {
+		delete(s.containers, id)
+		return nil
+	}
+	if _, ok := s.sandboxes[id]; ok {
+		for cid, c := range s.containers {
+			if c.sandboxID == id {
+				delete(s.containers, cid)
+			}
+		}
+		delete(s.sandboxes, id)
+		return nil
+	}
+	return fmt.Errorf("forget %q: %w", id, ErrNoSuchObject)
+}
+
+// Counts returns how many sandboxes and containers exist, in any state.
+func (s *Server) Counts() (sandboxes, containers int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sandboxes), len(s.containers)
+}
+
+// HasImage reports whether ref (a tag or an image ID) is present.
+func (s *Server) HasImage(ref string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.findImageLocked(ref) != nil
+}

@@ -1,0 +1,418 @@
+package fakecri
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+type sandbox struct {
+	id        string
+	config    *runtimeapi.PodSandboxConfig
+	handler   string
+	state     runtimeapi.PodSandboxState
+	createdAt int64
+	ip        string
+}
+
+type container struct {
+	id         string
+	sandboxID  string
+	config     *runtimeapi.ContainerConfig
+	imageRef   string
+	state      runtimeapi.ContainerState
+	createdAt  int64
+	startedAt  int64
+	finishedAt int64
+	exitCode   int32
+	reason     string
+	message    string
+}
+
+// Container behaviour, chosen by the container's first argument, the same
+// words the project's local pause image understands:
+//
+//	exit CODE   exits with CODE as soon as it has started
+//	hang        ignores SIGTERM: StopContainer waits its whole timeout, then kills (137)
+//	anything    runs until stopped; stopping makes it exit 0
+func behaviour(c *runtimeapi.ContainerConfig) (mode string, code int32) {
+	args := append(slices.Clone(c.GetCommand()), c.GetArgs()...)
+	for i, a := range args {
+		switch a {
+		case "exit":
+			if i+1 < len(args) {
+				n, _ := strconv.Atoi(args[i+1])
+				return "exit", int32(n)
+			}
+			return "exit", 0
+		case "hang":
+			return "hang", 0
+		}
+	}
+	return "run", 0
+}
+
+func (s *Server) newIDLocked(kind, name string) string {
+	s.nextID++
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%s/%d", kind, name, s.nextID))
+	return hex.EncodeToString(sum[:])
+}
+
+func notFound(kind, id string) error {
+	return status.Errorf(codes.NotFound, "%s %q not found", kind, id)
+}
+
+type runtimeService struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	s *Server
+}
+
+func (r *runtimeService) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	o := r.s.opts
+	return &runtimeapi.VersionResponse{Version: "0.1.0", RuntimeName: o.RuntimeName, RuntimeVersion: o.RuntimeVersion, RuntimeApiVersion: o.APIVersion}, nil
+}
+
+func (r *runtimeService) Status(context.Context, *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+	net := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: r.s.opts.NetworkReady}
+	if !net.Status {
+		net.Reason, net.Message = "NetworkPluginNotReady", "fakecri: no pod network; use the node network"
+	}
+	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: true}, net,
+	}}}, nil
+}
+
+func (r *runtimeService) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
+	cfg := req.GetConfig()
+	md := cfg.GetMetadata()
+	if md.GetName() == "" || md.GetNamespace() == "" || md.GetUid() == "" {
+		return nil, status.Error(codes.InvalidArgument, "sandbox config: metadata name, namespace and uid are required")
+	}
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sb := range s.sandboxes {
+		m := sb.config.GetMetadata()
+		if m.GetName() == md.GetName() && m.GetNamespace() == md.GetNamespace() && m.GetUid() == md.GetUid() && m.GetAttempt() == md.GetAttempt() {
+			return nil, status.Errorf(codes.AlreadyExists, "sandbox name %q (attempt %d) is reserved for %q", md.GetName()+"_"+md.GetNamespace(), md.GetAttempt(), sb.id)
+		}
+	}
+	sb := &sandbox{
+		id:        s.newIDLocked("sandbox", md.GetUid()),
+		config:    proto.Clone(cfg).(*runtimeapi.PodSandboxConfig),
+		handler:   req.GetRuntimeHandler(),
+		state:     runtimeapi.PodSandboxState_SANDBOX_READY,
+		createdAt: s.now(),
+	}
+	if cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
+		sb.ip = s.opts.PodIPPrefix + strconv.Itoa(s.nextIP)
+		s.nextIP++
+	}
+	s.sandboxes[sb.id] = sb
+	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: sb.id}, nil
+}
+
+// StopPodSandbox stops the sandbox and kills its containers.
+func (r *runtimeService) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.sandboxes[req.GetPodSandboxId()]
+	if !ok {
+		return nil, notFound("sandbox", req.GetPodSandboxId())
+	}
+	for _, c := range s.containers {
+		if c.sandboxID == sb.id && c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
+			s.exitLocked(c, 137, "Error", "killed: sandbox stopped")
+		}
+	}
+	sb.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	return &runtimeapi.StopPodSandboxResponse{}, nil
+}
+
+// RemovePodSandbox removes a stopped sandbox and its containers. A ready
+// sandbox is refused (stop it first); an unknown one is already removed.
+func (r *runtimeService) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodSandboxRequest) (*runtimeapi.RemovePodSandboxResponse, error) {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.sandboxes[req.GetPodSandboxId()]
+	if !ok {
+		return &runtimeapi.RemovePodSandboxResponse{}, nil
+	}
+	if sb.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q is running; stop it before removing it", sb.id)
+	}
+	for id, c := range s.containers {
+		if c.sandboxID == sb.id {
+			delete(s.containers, id)
+		}
+	}
+	delete(s.sandboxes, sb.id)
+	return &runtimeapi.RemovePodSandboxResponse{}, nil
+}
+
+func (r *runtimeService) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.sandboxes[req.GetPodSandboxId()]
+	if !ok {
+		return nil, notFound("sandbox", req.GetPodSandboxId())
+	}
+	return &runtimeapi.PodSandboxStatusResponse{Status: sb.statusProto()}, nil
+}
+
+func (sb *sandbox) statusProto() *runtimeapi.PodSandboxStatus {
+	st := &runtimeapi.PodSandboxStatus{
+		Id:             sb.id,
+		Metadata:       proto.Clone(sb.config.GetMetadata()).(*runtimeapi.PodSandboxMetadata),
+		State:          sb.state,
+		CreatedAt:      sb.createdAt,
+		Network:        &runtimeapi.PodSandboxNetworkStatus{Ip: sb.ip},
+		Labels:         maps.Clone(sb.config.GetLabels()),
+		Annotations:    maps.Clone(sb.config.GetAnnotations()),
+		RuntimeHandler: sb.handler,
+		Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{
+			Options: proto.Clone(sb.namespaceOptions()).(*runtimeapi.NamespaceOption),
+		}},
+	}
+	return st
+}
+
+func (sb *sandbox) namespaceOptions() *runtimeapi.NamespaceOption {
+	if o := sb.config.GetLinux().GetSecurityContext().GetNamespaceOptions(); o != nil {
+		return o
+	}
+	return &runtimeapi.NamespaceOption{}
+}
+
+func (sb *sandbox) listProto() *runtimeapi.PodSandbox {
+	return &runtimeapi.PodSandbox{
+		Id:             sb.id,
+		Metadata:       proto.Clone(sb.config.GetMetadata()).(*runtimeapi.PodSandboxMetadata),
+		State:          sb.state,
+		CreatedAt:      sb.createdAt,
+		Labels:         maps.Clone(sb.config.GetLabels()),
+		Annotations:    maps.Clone(sb.config.GetAnnotations()),
+		RuntimeHandler: sb.handler,
+	}
+}
+
+func matchLabels(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *runtimeService) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	f := req.GetFilter()
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resp := &runtimeapi.ListPodSandboxResponse{}
+	for _, sb := range s.sandboxes {
+		if f.GetId() != "" && f.GetId() != sb.id {
+			continue
+		}
+		if f.GetState() != nil && f.GetState().GetState() != sb.state {
+			continue
+		}
+		if !matchLabels(f.GetLabelSelector(), sb.config.GetLabels()) {
+			continue
+		}
+		resp.Items = append(resp.Items, sb.listProto())
+	}
+	slices.SortFunc(resp.Items, func(a, b *runtimeapi.PodSandbox) int { return int(a.CreatedAt - b.CreatedAt) })
+	return resp, nil
+}
+
+func (r *runtimeService) CreateContainer(_ context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
+	cfg := req.GetConfig()
+	md := cfg.GetMetadata()
+	if md.GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "container config: metadata name is required")
+	}
+	if cfg.GetImage().GetImage() == "" {
+		return nil, status.Errorf(codes.InvalidArgument, "container %q: image is required", md.GetName())
+	}
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.sandboxes[req.GetPodSandboxId()]
+	if !ok {
+		return nil, notFound("sandbox", req.GetPodSandboxId())
+	}
+	if sb.state != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q is not ready", sb.id)
+	}
+	img := s.findImageLocked(cfg.GetImage().GetImage())
+	if img == nil {
+		return nil, status.Errorf(codes.NotFound, "container %q: image %q not found: pull it first", md.GetName(), cfg.GetImage().GetImage())
+	}
+	for _, c := range s.containers {
+		if c.sandboxID == sb.id && c.config.GetMetadata().GetName() == md.GetName() && c.config.GetMetadata().GetAttempt() == md.GetAttempt() {
+			return nil, status.Errorf(codes.AlreadyExists, "container name %q (attempt %d) is reserved for %q", md.GetName(), md.GetAttempt(), c.id)
+		}
+	}
+	c := &container{
+		id:        s.newIDLocked("container", sb.id+"/"+md.GetName()),
+		sandboxID: sb.id,
+		config:    proto.Clone(cfg).(*runtimeapi.ContainerConfig),
+		imageRef:  img.id,
+		state:     runtimeapi.ContainerState_CONTAINER_CREATED,
+		createdAt: s.now(),
+	}
+	s.containers[c.id] = c
+	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
+}
+
+func (r *runtimeService) StartContainer(_ context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.containers[req.GetContainerId()]
+	if !ok {
+		return nil, notFound("container", req.GetContainerId())
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
+		return nil, status.Errorf(codes.FailedPrecondition, "container %q is %s, not CREATED", c.id, c.state)
+	}
+	if sb := s.sandboxes[c.sandboxID]; sb == nil || sb.state != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return nil, status.Errorf(codes.FailedPrecondition, "container %q: sandbox %q is not ready", c.id, c.sandboxID)
+	}
+	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
+	c.startedAt = s.now()
+	if mode, code := behaviour(c.config); mode == "exit" {
+		reason := "Completed"
+		if code != 0 {
+			reason = "Error"
+		}
+		s.exitLocked(c, code, reason, "")
+	}
+	return &runtimeapi.StartContainerResponse{}, nil
+}
+
+func (s *Server) exitLocked(c *container, code int32, reason, message string) {
+	if c.state == runtimeapi.ContainerState_CONTAINER_CREATED {
+		c.startedAt = 0
+	}
+	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.finishedAt = s.now()
+	c.exitCode, c.reason, c.message = code, reason, message
+}
+
+// StopContainer stops a container: it exits 0 at once, or, for a "hang"
+// container, is killed (137) after the whole timeout.
+func (r *runtimeService) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
+	s := r.s
+	s.mu.Lock()
+	c, ok := s.containers[req.GetContainerId()]
+	if !ok {
+		s.mu.Unlock()
+		return nil, notFound("container", req.GetContainerId())
+	}
+	if c.state == runtimeapi.ContainerState_CONTAINER_EXITED {
+		s.mu.Unlock()
+		return &runtimeapi.StopContainerResponse{}, nil
+	}
+	mode, _ := behaviour(c.config)
+	if mode != "hang" || c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		s.exitLocked(c, 0, "Completed", "")
+		s.mu.Unlock()
+		return &runtimeapi.StopContainerResponse{}, nil
+	}
+	s.mu.Unlock()
+	if err := s.wait(ctx, time.Duration(req.GetTimeout())*time.Second); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
+		s.exitLocked(c, 137, "Error", "killed after the grace period")
+	}
+	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+// RemoveContainer removes a container; a running one is killed first (CRI
+// semantics). An unknown one is already removed.
+func (r *runtimeService) RemoveContainer(_ context.Context, req *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.containers, req.GetContainerId())
+	return &runtimeapi.RemoveContainerResponse{}, nil
+}
+
+func (r *runtimeService) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	f := req.GetFilter()
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resp := &runtimeapi.ListContainersResponse{}
+	for _, c := range s.containers {
+		if f.GetId() != "" && f.GetId() != c.id {
+			continue
+		}
+		if f.GetPodSandboxId() != "" && f.GetPodSandboxId() != c.sandboxID {
+			continue
+		}
+		if f.GetState() != nil && f.GetState().GetState() != c.state {
+			continue
+		}
+		if !matchLabels(f.GetLabelSelector(), c.config.GetLabels()) {
+			continue
+		}
+		resp.Containers = append(resp.Containers, &runtimeapi.Container{
+			Id:           c.id,
+			PodSandboxId: c.sandboxID,
+			Metadata:     proto.Clone(c.config.GetMetadata()).(*runtimeapi.ContainerMetadata),
+			Image:        proto.Clone(c.config.GetImage()).(*runtimeapi.ImageSpec),
+			ImageRef:     c.imageRef,
+			State:        c.state,
+			CreatedAt:    c.createdAt,
+			Labels:       maps.Clone(c.config.GetLabels()),
+			Annotations:  maps.Clone(c.config.GetAnnotations()),
+		})
+	}
+	slices.SortFunc(resp.Containers, func(a, b *runtimeapi.Container) int { return int(a.CreatedAt - b.CreatedAt) })
+	return resp, nil
+}
+
+func (r *runtimeService) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.containers[req.GetContainerId()]
+	if !ok {
+		return nil, notFound("container", req.GetContainerId())
+	}
+	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
+		Id:          c.id,
+		Metadata:    proto.Clone(c.config.GetMetadata()).(*runtimeapi.ContainerMetadata),
+		State:       c.state,
+		CreatedAt:   c.createdAt,
+		StartedAt:   c.startedAt,
+		FinishedAt:  c.finishedAt,
+		ExitCode:    c.exitCode,
+		Image:       proto.Clone(c.config.GetImage()).(*runtimeapi.ImageSpec),
+		ImageRef:    c.imageRef,
+		Reason:      c.reason,
+		Message:     c.message,
+		Labels:      maps.Clone(c.config.GetLabels()),
+		Annotations: maps.Clone(c.config.GetAnnotations()),
+	}}, nil
+}

@@ -1,0 +1,307 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// PodEventType says what the relister saw change in a pod.
+type PodEventType string
+
+// Pod event types, named as the kubelet's PLEG names them.
+const (
+	// ContainerStarted: a container or sandbox is running that was not before.
+	ContainerStarted PodEventType = "ContainerStarted"
+	// ContainerDied: a container or sandbox that was running has exited.
+	ContainerDied PodEventType = "ContainerDied"
+	// ContainerRemoved: a container or sandbox is gone from the runtime.
+	ContainerRemoved PodEventType = "ContainerRemoved"
+	// ContainerChanged: any other state change (created, unknown).
+	ContainerChanged PodEventType = "ContainerChanged"
+	// PodSync: the pod's status could not be read; the pod should be synced
+	// anyway (the cache holds the error).
+	PodSync PodEventType = "PodSync"
+)
+
+// PodEvent is one change the relister observed.
+type PodEvent struct {
+	ID   types.UID
+	Type PodEventType
+	// ContainerID is the runtime ID of the container or sandbox that changed
+	// (empty for PodSync).
+	ContainerID string
+}
+
+// RelisterOptions configures a Relister.
+type RelisterOptions struct {
+	// Runtime is listed. Required.
+	Runtime Runtime
+	// Cache receives the statuses. Required.
+	Cache Cache
+	// Interval between two periodic relists. Default 1s.
+	Interval time.Duration
+	// Clock drives the interval and stamps the cache. It must be the clock
+	// whose times the cache's readers pass to GetNewerThan. Default: the real
+	// clock.
+	Clock clock.WithTicker
+	// Logger. The zero value discards.
+	Logger logr.Logger
+	// OnEvent, when set, is called once per observed change, after the cache
+	// holds the pod's new status, from the goroutine that relisted and with no
+	// lock held. It should hand the event off quickly (to a channel, a work
+	// queue or PodWorkers.UpdatePod); relisting waits for it.
+	OnEvent func(PodEvent)
+}
+
+// DefaultRelistInterval is the default RelisterOptions.Interval.
+const DefaultRelistInterval = time.Second
+
+func (o RelisterOptions) withDefaults() RelisterOptions {
+	if o.Interval == 0 {
+		o.Interval = DefaultRelistInterval
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o
+}
+
+func (o RelisterOptions) validate() error {
+	var errs []error
+	if o.Runtime == nil {
+		errs = append(errs, errors.New("Runtime is required"))
+	}
+	if o.Cache == nil {
+		errs = append(errs, errors.New("Cache is required"))
+	}
+	if o.Interval < 0 {
+		errs = append(errs, fmt.Errorf("Interval must not be negative, got %s", o.Interval))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid relister options: %w", err)
+	}
+	return nil
+}
+
+// Relister keeps a Cache up to date with the runtime, the way the kubelet's
+// PLEG does: it lists every pod on an interval (Run) or on demand
+// (ForceRefresh, ForceUpdateIfOlder), compares each container's state with the
+// previous listing, reads the status of every pod that changed (or whose
+// status could not be read last time), stores it in the cache, stamps the
+// whole cache with the listing's start time (Cache.UpdateTime) and reports the
+// changes through OnEvent.
+//
+// A pod that disappears from the runtime gets an empty status in the cache;
+// the owner of the cache deletes the entry once it no longer needs it.
+type Relister struct {
+	opts RelisterOptions
+	log  logr.Logger
+
+	// sem serialises relists (capacity 1). Its holder owns the fields below
+	// it; they are never touched without it.
+	sem       chan struct{}
+	previous  map[types.UID]*Pod
+	reinspect map[types.UID]struct{}
+
+	// last is the start time of the last successful relist, readable by any
+	// goroutine. It is a one-slot channel used as a lock-free box.
+	last chan time.Time
+}
+
+// NewRelister validates opts and returns a Relister. It starts nothing.
+func NewRelister(opts RelisterOptions) (*Relister, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	r := &Relister{
+		opts:      opts,
+		log:       opts.Logger.WithName("relister"),
+		sem:       make(chan struct{}, 1),
+		previous:  map[types.UID]*Pod{},
+		reinspect: map[types.UID]struct{}{},
+		last:      make(chan time.Time, 1),
+	}
+	r.last <- time.Time{}
+	return r, nil
+}
+
+// Run relists at once and then every Interval until ctx is done; it then
+// returns nil. A failed relist is logged and retried at the next tick.
+func (r *Relister) Run(ctx context.Context) error {
+	t := r.opts.Clock.NewTicker(r.opts.Interval)
+	defer t.Stop()
+	for {
+		if err := r.ForceRefresh(ctx); err != nil && ctx.Err() == nil {
+			r.log.Error(err, "relist failed")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+// LastRelist returns the start time of the last successful relist (zero
+// before the first).
+func (r *Relister) LastRelist() time.Time {
+	t := <-r.last
+	r.last <- t
+	return t
+}
+
+// ForceUpdateIfOlder relists unless a relist that started at or after minTime
+// has already completed.
+func (r *Relister) ForceUpdateIfOlder(ctx context.Context, minTime time.Time) error {
+	if !r.LastRelist().Before(minTime) {
+		return nil
+	}
+	if err := r.acquire(ctx); err != nil {
+		return err
+	}
+	defer r.release()
+	if !r.LastRelist().Before(minTime) {
+		return nil
+	}
+	return r.relistHeld(ctx)
+}
+
+// ForceRefresh relists now, waiting for a relist in progress to finish first.
+func (r *Relister) ForceRefresh(ctx context.Context) error {
+	if err := r.acquire(ctx); err != nil {
+		return err
+	}
+	defer r.release()
+	return r.relistHeld(ctx)
+}
+
+func (r *Relister) acquire(ctx context.Context) error {
+	select {
+	case r.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for relist: %w", ctx.Err())
+	}
+}
+
+func (r *Relister) release() { <-r.sem }
+
+// relistHeld does one relist; the caller holds sem.
+func (r *Relister) relistHeld(ctx context.Context) error {
+	ts := r.opts.Clock.Now()
+	pods, err := r.opts.Runtime.GetPods(ctx, true)
+	if err != nil {
+		return fmt.Errorf("relist: %w", err)
+	}
+	current := make(map[types.UID]*Pod, len(pods))
+	for _, p := range pods {
+		current[p.ID] = p
+	}
+
+	var events []PodEvent
+	changed := map[types.UID]struct{}{}
+	for uid := range r.reinspect {
+		changed[uid] = struct{}{}
+	}
+	for uid, p := range current {
+		ev := diffPod(uid, r.previous[uid], p)
+		if len(ev) > 0 {
+			changed[uid] = struct{}{}
+			events = append(events, ev...)
+		}
+	}
+	for uid, old := range r.previous {
+		if _, ok := current[uid]; ok {
+			continue
+		}
+		events = append(events, diffPod(uid, old, nil)...)
+		changed[uid] = struct{}{}
+	}
+
+	reinspect := map[types.UID]struct{}{}
+	for uid := range changed {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("relist: %w", err)
+		}
+		p, ok := current[uid]
+		if !ok {
+			old := r.previous[uid]
+			if old == nil { // a pod to reinspect that has gone meanwhile
+				r.opts.Cache.Set(uid, &PodStatus{ID: uid}, nil, ts)
+				continue
+			}
+			r.opts.Cache.Set(uid, &PodStatus{ID: uid, Name: old.Name, Namespace: old.Namespace, TimeStamp: ts}, nil, ts)
+			continue
+		}
+		status, err := r.opts.Runtime.GetPodStatus(ctx, uid, p.Name, p.Namespace)
+		if err != nil {
+			r.log.V(4).Info("pod status not readable", "pod", p.Namespace+"/"+p.Name, "podUID", uid, "err", err)
+			reinspect[uid] = struct{}{}
+			events = append(events, PodEvent{ID: uid, Type: PodSync})
+		}
+		r.opts.Cache.Set(uid, status, err, ts)
+	}
+	r.opts.Cache.UpdateTime(ts)
+	r.previous = current
+	r.reinspect = reinspect
+	<-r.last
+	r.last <- ts
+
+	if r.opts.OnEvent != nil {
+		for _, e := range events {
+			r.opts.OnEvent(e)
+		}
+	}
+	r.log.V(5).Info("relisted", "pods", len(current), "events", len(events))
+	return nil
+}
+
+// diffPod compares the containers and sandboxes of one pod between two
+// listings (either may be nil) and returns the events in a stable order:
+// sandboxes first, then containers, each in listing order, then removals.
+func diffPod(uid types.UID, old, cur *Pod) []PodEvent {
+	oldStates := map[string]ContainerState{}
+	var oldOrder []string
+	if old != nil {
+		for _, c := range append(append([]*Container{}, old.Sandboxes...), old.Containers...) {
+			oldStates[c.ID.ID] = c.State
+			oldOrder = append(oldOrder, c.ID.ID)
+		}
+	}
+	var events []PodEvent
+	seen := map[string]bool{}
+	if cur != nil {
+		for _, c := range append(append([]*Container{}, cur.Sandboxes...), cur.Containers...) {
+			seen[c.ID.ID] = true
+			before, existed := oldStates[c.ID.ID]
+			if existed && before == c.State {
+				continue
+			}
+			events = append(events, PodEvent{ID: uid, Type: stateEvent(c.State), ContainerID: c.ID.ID})
+		}
+	}
+	for _, id := range oldOrder {
+		if !seen[id] {
+			events = append(events, PodEvent{ID: uid, Type: ContainerRemoved, ContainerID: id})
+		}
+	}
+	return events
+}
+
+func stateEvent(s ContainerState) PodEventType {
+	switch s {
+	case ContainerStateRunning:
+		return ContainerStarted
+	case ContainerStateExited:
+		return ContainerDied
+	default:
+		return ContainerChanged
+	}
+}

@@ -64,3 +64,25 @@ func (s *Server) HasImage(ref string) bool {
 	defer s.mu.Unlock()
 	return s.findImageLocked(ref) != nil
 }
+
+// StopTimeout returns the timeout (grace period, seconds) of the last
+// StopContainer call for a container.
+func (s *Server) StopTimeout(containerID string) (seconds int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seconds, ok = s.stopTimes[containerID]
+	return seconds, ok
+}
+
+// StopSandbox stops a sandbox behind the client's back (its processes
+// died): the sandbox becomes NOTREADY and its containers exit with 137.
+func (s *Server) StopSandbox(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.sandboxes[id]
+	if !ok {
+		return fmt.Errorf("stop sandbox %q: %w", id, ErrNoSuchObject)
+	}
+	s.stopSandboxLocked(sb)
+	return nil
+}

@@ -1,6 +1,7 @@
 package fakecri
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -131,13 +132,17 @@ func (r *runtimeService) StopPodSandbox(_ context.Context, req *runtimeapi.StopP
 	if !ok {
 		return nil, notFound("sandbox", req.GetPodSandboxId())
 	}
+	s.stopSandboxLocked(sb)
+	return &runtimeapi.StopPodSandboxResponse{}, nil
+}
+
+func (s *Server) stopSandboxLocked(sb *sandbox) {
 	for _, c := range s.containers {
 		if c.sandboxID == sb.id && c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
 			s.exitLocked(c, 137, "Error", "killed: sandbox stopped")
 		}
 	}
 	sb.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
-	return &runtimeapi.StopPodSandboxResponse{}, nil
 }
 
 // RemovePodSandbox removes a stopped sandbox and its containers. A ready
@@ -236,7 +241,9 @@ func (r *runtimeService) ListPodSandbox(_ context.Context, req *runtimeapi.ListP
 		}
 		resp.Items = append(resp.Items, sb.listProto())
 	}
-	slices.SortFunc(resp.Items, func(a, b *runtimeapi.PodSandbox) int { return int(a.CreatedAt - b.CreatedAt) })
+	slices.SortFunc(resp.Items, func(a, b *runtimeapi.PodSandbox) int {
+		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.Id, b.Id))
+	})
 	return resp, nil
 }
 
@@ -325,6 +332,7 @@ func (r *runtimeService) StopContainer(ctx context.Context, req *runtimeapi.Stop
 		s.mu.Unlock()
 		return nil, notFound("container", req.GetContainerId())
 	}
+	s.stopTimes[c.id] = req.GetTimeout()
 	if c.state == runtimeapi.ContainerState_CONTAINER_EXITED {
 		s.mu.Unlock()
 		return &runtimeapi.StopContainerResponse{}, nil
@@ -388,7 +396,9 @@ func (r *runtimeService) ListContainers(_ context.Context, req *runtimeapi.ListC
 			Annotations:  maps.Clone(c.config.GetAnnotations()),
 		})
 	}
-	slices.SortFunc(resp.Containers, func(a, b *runtimeapi.Container) int { return int(a.CreatedAt - b.CreatedAt) })
+	slices.SortFunc(resp.Containers, func(a, b *runtimeapi.Container) int {
+		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.Id, b.Id))
+	})
 	return resp, nil
 }
 

@@ -90,6 +90,7 @@ type Server struct {
 	sandboxes  map[string]*sandbox
 	containers map[string]*container
 	images     map[string]*image // by ID
+	stopTimes  map[string]int64  // container ID → timeout of its last StopContainer
 }
 
 // New returns a Server with the given options. It does not listen yet.
@@ -102,6 +103,7 @@ func New(opts Options) *Server {
 		sandboxes:  map[string]*sandbox{},
 		containers: map[string]*container{},
 		images:     map[string]*image{},
+		stopTimes:  map[string]int64{},
 	}
 	for _, ref := range opts.Images {
 		s.addImageLocked(ref)
@@ -243,8 +245,10 @@ func (s *Server) wait(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
+	t := s.opts.Clock.NewTimer(d)
+	defer t.Stop() // a stopped fake timer stops counting as a waiter
 	select {
-	case <-s.opts.Clock.After(d):
+	case <-t.C():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

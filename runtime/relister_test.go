@@ -1,0 +1,316 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/podlife/podlife/runtime"
+)
+
+// listRuntime is a scriptable runtime.Runtime for the relister: it serves
+// a set of pods and counts the calls.
+type listRuntime struct {
+	mu          sync.Mutex
+	pods        map[types.UID]*runtime.Pod
+	listErr     error
+	statusErr   map[types.UID]error
+	statusCalls []types.UID
+	lists       int
+}
+
+func newListRuntime() *listRuntime {
+	return &listRuntime{pods: map[types.UID]*runtime.Pod{}, statusErr: map[types.UID]error{}}
+}
+
+func (f *listRuntime) setPod(uid types.UID, containers ...runtime.ContainerState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := &runtime.Pod{ID: uid, Name: string(uid), Namespace: "ns",
+		Sandboxes: []*runtime.Container{{ID: runtime.ContainerID{Type: "t", ID: string(uid) + "-sb"}, State: runtime.ContainerStateRunning}}}
+	for i, s := range containers {
+		p.Containers = append(p.Containers, &runtime.Container{ID: runtime.ContainerID{Type: "t", ID: string(uid) + "-c" + string(rune('0'+i))}, Name: "c", State: s})
+	}
+	f.pods[uid] = p
+}
+
+func (f *listRuntime) GetPods(context.Context, bool) ([]*runtime.Pod, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists++
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	var out []*runtime.Pod
+	for _, p := range f.pods {
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (f *listRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.statusCalls = append(f.statusCalls, uid)
+	if err := f.statusErr[uid]; err != nil {
+		return nil, err
+	}
+	st := &runtime.PodStatus{ID: uid, Name: name, Namespace: ns}
+	if p := f.pods[uid]; p != nil {
+		for _, c := range p.Containers {
+			st.ContainerStatuses = append(st.ContainerStatuses, &runtime.ContainerStatus{ID: c.ID, Name: c.Name, State: c.State})
+		}
+	}
+	return st, nil
+}
+
+func (f *listRuntime) takeStatusCalls() []types.UID {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.statusCalls
+	f.statusCalls = nil
+	slices.Sort(c)
+	return c
+}
+
+func (f *listRuntime) SyncPod(context.Context, *v1.Pod, *runtime.PodStatus) error { return nil }
+func (f *listRuntime) KillPod(context.Context, *v1.Pod, *runtime.Pod, *int64) error {
+	return nil
+}
+func (f *listRuntime) RemovePod(context.Context, *runtime.Pod) error { return nil }
+func (f *listRuntime) Status(context.Context) (*runtime.Status, error) {
+	return &runtime.Status{}, nil
+}
+func (f *listRuntime) Version(context.Context) (*runtime.VersionInfo, error) {
+	return &runtime.VersionInfo{}, nil
+}
+
+var _ runtime.Runtime = (*listRuntime)(nil)
+
+type recorder struct {
+	mu     sync.Mutex
+	events []runtime.PodEvent
+}
+
+func (r *recorder) record(e runtime.PodEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *recorder) take() []runtime.PodEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.events
+	r.events = nil
+	slices.SortFunc(e, func(a, b runtime.PodEvent) int {
+		if a.ContainerID < b.ContainerID {
+			return -1
+		}
+		if a.ContainerID > b.ContainerID {
+			return 1
+		}
+		return 0
+	})
+	return e
+}
+
+func newRelister(t *testing.T) (*runtime.Relister, *listRuntime, *runtime.MemoryCache, *recorder, *clocktesting.FakeClock) {
+	t.Helper()
+	rt := newListRuntime()
+	cache := runtime.NewCache()
+	rec := &recorder{}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r, err := runtime.NewRelister(runtime.RelisterOptions{Runtime: rt, Cache: cache, Clock: clk, OnEvent: rec.record})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, rt, cache, rec, clk
+}
+
+func TestRelisterEventsAndCache(t *testing.T) {
+	r, rt, cache, rec, clk := newRelister(t)
+	ctx := context.Background()
+	rt.setPod("a", runtime.ContainerStateRunning)
+	rt.setPod("b", runtime.ContainerStateCreated)
+
+	start := clk.Now()
+	if err := r.ForceRefresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]runtime.PodEvent{
+		{ID: "a", Type: runtime.ContainerStarted, ContainerID: "a-c0"},
+		{ID: "a", Type: runtime.ContainerStarted, ContainerID: "a-sb"},
+		{ID: "b", Type: runtime.ContainerChanged, ContainerID: "b-c0"},
+		{ID: "b", Type: runtime.ContainerStarted, ContainerID: "b-sb"},
+	}, rec.take()); diff != "" {
+		t.Errorf("first relist events (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]types.UID{"a", "b"}, rt.takeStatusCalls()); diff != "" {
+		t.Errorf("statuses read: %s", diff)
+	}
+	if st, err := cache.Get("a"); err != nil || st.FindContainerStatusByName("c").State != runtime.ContainerStateRunning {
+		t.Fatalf("cache of a: %+v %v", st, err)
+	}
+	if !r.LastRelist().Equal(start) {
+		t.Fatalf("LastRelist %s, want %s", r.LastRelist(), start)
+	}
+	// The whole cache is stamped: a reader waiting for anything after just
+	// before the relist returns at once, even for a pod never seen.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cache.GetNewerThan(wctx, "never-seen", start.Add(-time.Nanosecond)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Nothing changed: no event, no status read.
+	clk.Step(time.Second)
+	if err := r.ForceRefresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ev, calls := rec.take(), rt.takeStatusCalls(); len(ev) != 0 || len(calls) != 0 {
+		t.Fatalf("unchanged relist: events %v, status reads %v", ev, calls)
+	}
+
+	// a's container dies, b disappears.
+	rt.setPod("a", runtime.ContainerStateExited)
+	rt.mu.Lock()
+	delete(rt.pods, "b")
+	rt.mu.Unlock()
+	clk.Step(time.Second)
+	if err := r.ForceRefresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]runtime.PodEvent{
+		{ID: "a", Type: runtime.ContainerDied, ContainerID: "a-c0"},
+		{ID: "b", Type: runtime.ContainerRemoved, ContainerID: "b-c0"},
+		{ID: "b", Type: runtime.ContainerRemoved, ContainerID: "b-sb"},
+	}, rec.take()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]types.UID{"a"}, rt.takeStatusCalls()); diff != "" {
+		t.Errorf("statuses read: %s", diff)
+	}
+	if st, _ := cache.Get("b"); len(st.ContainerStatuses) != 0 || st.Name != "b" || !st.IsTerminal() {
+		t.Fatalf("cache of a vanished pod: %+v", st)
+	}
+}
+
+func TestRelisterStatusErrorIsReinspected(t *testing.T) {
+	r, rt, cache, rec, clk := newRelister(t)
+	ctx := context.Background()
+	boom := errors.New("boom")
+	rt.setPod("a", runtime.ContainerStateRunning)
+	rt.statusErr["a"] = boom
+	if err := r.ForceRefresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cache.Get("a"); !errors.Is(err, boom) {
+		t.Fatalf("cache error: %v", err)
+	}
+	if ev := rec.take(); !slices.Contains(ev, runtime.PodEvent{ID: "a", Type: runtime.PodSync}) {
+		t.Fatalf("events %v: want a PodSync for a", ev)
+	}
+	rt.takeStatusCalls()
+	rt.mu.Lock()
+	delete(rt.statusErr, "a")
+	rt.mu.Unlock()
+	clk.Step(time.Second)
+	if err := r.ForceRefresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if calls := rt.takeStatusCalls(); !slices.Equal(calls, []types.UID{"a"}) {
+		t.Fatalf("reinspection: status reads %v", calls)
+	}
+	if _, err := cache.Get("a"); err != nil {
+		t.Fatalf("cache after reinspection: %v", err)
+	}
+}
+
+func TestRelisterListErrorDoesNotStampTheCache(t *testing.T) {
+	r, rt, cache, _, clk := newRelister(t)
+	rt.listErr = runtime.ErrUnavailable
+	if err := r.ForceRefresh(context.Background()); !errors.Is(err, runtime.ErrUnavailable) {
+		t.Fatalf("got %v", err)
+	}
+	if !r.LastRelist().IsZero() {
+		t.Fatal("LastRelist set by a failed relist")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := cache.GetNewerThan(ctx, "x", clk.Now().Add(-time.Hour)); err == nil {
+		t.Fatal("the cache was stamped by a failed relist")
+	}
+}
+
+func TestRelisterForceUpdateIfOlder(t *testing.T) {
+	r, rt, _, _, clk := newRelister(t)
+	ctx := context.Background()
+	first := clk.Now()
+	if err := r.ForceUpdateIfOlder(ctx, first); err != nil || rt.lists != 1 {
+		t.Fatalf("first: %v, %d lists", err, rt.lists)
+	}
+	if err := r.ForceUpdateIfOlder(ctx, first); err != nil || rt.lists != 1 {
+		t.Fatalf("data not older: %v, %d lists, want no relist", err, rt.lists)
+	}
+	clk.Step(time.Second)
+	if err := r.ForceUpdateIfOlder(ctx, clk.Now()); err != nil || rt.lists != 2 {
+		t.Fatalf("data older: %v, %d lists, want a relist", err, rt.lists)
+	}
+}
+
+func TestRelisterRun(t *testing.T) {
+	r, rt, _, rec, clk := newRelister(t)
+	rt.setPod("a", runtime.ContainerStateRunning)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	lists := func() int { rt.mu.Lock(); defer rt.mu.Unlock(); return rt.lists }
+	poll(t, "first relist's events", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.events) == 2 })
+	poll(t, "the ticker", clk.HasWaiters)
+	rec.take()
+	rt.setPod("a", runtime.ContainerStateExited)
+	clk.Step(time.Second)
+	poll(t, "relist on tick", func() bool { return lists() == 2 })
+	poll(t, "ContainerDied event", func() bool {
+		return slices.Contains(rec.take(), runtime.PodEvent{ID: "a", Type: runtime.ContainerDied, ContainerID: "a-c0"})
+	})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}
+
+func TestRelisterOptionsValidation(t *testing.T) {
+	if _, err := runtime.NewRelister(runtime.RelisterOptions{Interval: -1}); err == nil {
+		t.Fatal("no error for missing Runtime, Cache and negative Interval")
+	}
+}
+
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
+		}
+	}
+}

@@ -1,14 +1,42 @@
 // Package runtime describes the world as the container runtime sees it: the
 // pods and containers that actually exist on the node (Pod, Container), their
-// observed status (PodStatus), and a status cache (Cache) that the pod workers
-// consult before each sync so that a decision is never taken on data older than
-// the previous one.
+// observed status (PodStatus), the Runtime interface a node agent's Syncer
+// drives, a status cache (Cache) that the pod workers consult before each
+// sync so that a decision is never taken on data older than the previous one,
+// and the Relister that fills that cache.
 //
-// The package imports no gRPC. The CRI adapter that fills these types from a
-// real runtime lives in runtime/cri; an in-process CRI server for tests lives
-// in runtime/fakecri.
+// The package imports no gRPC. The CRI adapter that implements Runtime over a
+// real runtime (containerd, CRI-O) lives in runtime/cri; an in-process CRI
+// server for tests and demos lives in runtime/fakecri.
 //
-// Ownership: values returned by a Cache are shared snapshots. Callers must
-// treat them as read-only; writers hand a fresh *PodStatus to Set instead of
-// mutating one they got back.
+// # Errors
+//
+// Runtime implementations wrap one of the sentinel errors (ErrNotFound,
+// ErrUnavailable, ErrDeadlineExceeded, ErrAlreadyExists, ErrInvalidArgument,
+// ErrFailedPrecondition, ErrUnimplemented, ErrCanceled, ErrBackOff,
+// ErrUnknown) together with their own error; classify with errors.Is.
+// IsRetryable groups the classes that go away by themselves.
+//
+// # Relister
+//
+// A Relister is the kubelet's PLEG, simplified: every Interval (default 1s)
+// and on demand (ForceRefresh, ForceUpdateIfOlder) it lists every pod with
+// Runtime.GetPods(ctx, true), compares each container's and sandbox's state
+// with the previous listing, reads the status of each pod that changed (or
+// whose status could not be read last time), stores it with Cache.Set, then
+// stamps the whole cache with the listing's start time (Cache.UpdateTime), so
+// that Cache.GetNewerThan returns for every pod, and finally reports each
+// change through RelisterOptions.OnEvent (ContainerStarted, ContainerDied,
+// ContainerRemoved, ContainerChanged, PodSync).
+//
+// The relister and the cache's readers must use the same clock: the pod
+// workers pass times of their clock to GetNewerThan, and the relister stamps
+// the cache with times of its own.
+//
+// # Ownership
+//
+// Values returned by a Cache are shared snapshots. Callers must treat them as
+// read-only; writers hand a fresh *PodStatus to Set instead of mutating one
+// they got back. A pod that vanished from the runtime keeps an empty status in
+// the cache until its owner calls Cache.Delete.
 package runtime

@@ -1,0 +1,49 @@
+// Package cri implements runtime.Runtime over the Container Runtime Interface
+// (k8s.io/cri-api v1, RuntimeService and ImageService over gRPC), so that a
+// podlife node agent runs its pods in containerd, CRI-O or fakecri.
+//
+//	rt, err := cri.New(cri.Options{Endpoint: "unix:///run/containerd/containerd.sock"})
+//	defer rt.Close()
+//
+// # Identity
+//
+// Sandboxes and containers carry the kubelet's labels (io.kubernetes.pod.uid,
+// io.kubernetes.pod.name, io.kubernetes.pod.namespace,
+// io.kubernetes.container.name) and annotations (io.kubernetes.container.hash,
+// io.kubernetes.container.restartCount, io.kubernetes.pod.terminationGracePeriod,
+// termination message path and policy). An agent that restarts finds its
+// pods again with GetPods, and `crictl pods` / `crictl ps` show them as they
+// show kubelet pods. A pod found this way can be killed without its spec: the
+// grace period comes from the containers' annotations.
+//
+// # Errors and timeouts
+//
+// gRPC status codes become runtime errors in one place (errors.go): NotFound
+// → runtime.ErrNotFound, Unavailable → runtime.ErrUnavailable, and so on; the
+// result also wraps the original gRPC error. Every call has a deadline,
+// Options.Timeout (default 2 minutes, the kubelet's); a container stop gets
+// its grace period on top, an image pull Options.ImagePullTimeout. Calls do
+// not wait for a connection: a runtime that is down, or a socket that does not
+// exist, gives runtime.ErrUnavailable at once, and the client reconnects by
+// itself (at most Options.ReconnectMaxDelay apart) when the runtime is back.
+// "Not found" while stopping or removing counts as done.
+//
+// # Sandboxes
+//
+// By default (NetworkModeNode) every sandbox uses the node's network
+// namespace and sets no hostname, which is what a runtime without CNI
+// supports; NetworkModePod honours pod.Spec.HostNetwork instead. Each pod
+// gets the cgroup parent Options.CgroupParent + "/pod" + UID (cgroupfs
+// form); without a cgroup parent, containerd's pod stats fail.
+//
+// # SyncPod
+//
+// SyncPod creates a sandbox when none is ready (a new attempt after a dead
+// one), checks each image with ImageStatus and pulls only missing ones
+// (a missing image with pull policy Never is an error), creates and starts
+// containers, and restarts exited ones as the restart policy says, with a
+// per-container crash-loop back-off (10 s doubling to 5 min, on the injected
+// clock) reported as runtime.ErrBackOff. It keeps the newest dead instance of
+// each container and removes older ones. Init and ephemeral containers,
+// probes, lifecycle hooks, volumes, ports and resources are not implemented.
+package cri

@@ -1,0 +1,64 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podlife/podlife/runtime"
+	"github.com/podlife/podlife/runtime/cri"
+	"github.com/podlife/podlife/runtime/fakecri"
+)
+
+// A Relister keeps a Cache filled from a Runtime and reports what changed.
+func ExampleRelister() {
+	srv := fakecri.New(fakecri.Options{})
+	if err := srv.StartInMemory(); err != nil {
+		panic(err)
+	}
+	defer srv.Stop()
+	rt, err := cri.New(cri.Options{Dialer: srv.DialContext})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close()
+
+	cache := runtime.NewCache()
+	rel, err := runtime.NewRelister(runtime.RelisterOptions{
+		Runtime: rt,
+		Cache:   cache,
+		OnEvent: func(e runtime.PodEvent) {
+			if e.ContainerID != "" {
+				e.ContainerID = "…" // runtime IDs are random
+			}
+			fmt.Printf("event: %s %s\n", e.ID, e.Type)
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "app:1"}}},
+	}
+	before := time.Now()
+	if err := rt.SyncPod(ctx, pod, nil); err != nil {
+		panic(err)
+	}
+	if err := rel.ForceRefresh(ctx); err != nil { // Run(ctx) does this every second
+		panic(err)
+	}
+	st, err := cache.GetNewerThan(ctx, pod.UID, before)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("cached:", st.FindContainerStatusByName("app").State)
+	// Output:
+	// event: uid-1 ContainerStarted
+	// event: uid-1 ContainerStarted
+	// cached: running
+}

@@ -1,0 +1,58 @@
+// Package fakecri is an in-process CRI server — RuntimeService and
+// ImageService of k8s.io/cri-api v1 over real gRPC — for tests, demos and the
+// example agent. It serves on a unix socket (StartUnix) or an in-memory
+// listener (StartInMemory with DialContext), keeps sandboxes, containers and
+// images in memory, and injects faults.
+//
+// # Behaviour
+//
+// Sandboxes: RunPodSandbox → READY; StopPodSandbox → NOTREADY and kills its
+// containers (exit 137); RemovePodSandbox of a READY sandbox is refused
+// (FailedPrecondition), of a stopped one removes its containers too, of an
+// unknown one succeeds (idempotent, as the CRI says). Reusing a name and
+// attempt is AlreadyExists.
+//
+// Containers: CreateContainer → CREATED (the sandbox must be READY, the image
+// present, the name and attempt unused in the sandbox); StartContainer →
+// RUNNING; StopContainer → EXITED with code 0. Their first arguments choose
+// what the "process" does, with the same words as the project's local pause
+// image: "exit N" exits with N right after starting; "hang" ignores SIGTERM,
+// so StopContainer lasts its whole timeout (on the server's clock) and ends
+// with 137. ExitContainer makes a running container exit by itself.
+// ContainerStatus, StopContainer and PodSandboxStatus of unknown IDs answer
+// NotFound; RemoveContainer of an unknown ID succeeds.
+//
+// Images: ImageStatus answers "no image" for a missing one; PullImage of any
+// name succeeds. Options.Images preloads some.
+//
+// # Faults
+//
+// Inject adds a Fault: for one method or all (AnyMethod), a gRPC code to
+// answer with, a number of calls (once, N times or always), a probability
+// drawn from Options.Rand, and added latency on Options.Clock that the
+// client's deadline cuts short. FailNext, FailTimes and Delay are shorthands.
+// Down takes the server off the air (socket gone, connections dropped) and Up
+// brings it back with its state, like a runtime daemon restart. Forget and
+// StopSandbox change state behind the client's back. Calls and CallCount
+// report what was called.
+//
+// # Limits
+//
+// Only the calls podlife uses are implemented (Version, Status, the sandbox,
+// container and image calls above); exec, attach, port-forward, logs, stats,
+// events, checkpoint and resource updates answer Unimplemented. Labels and
+// filters are honoured; there are no processes, mounts or networks.
+//
+// # Why not k8s.io/cri-api/pkg/apis/testing
+//
+// That package's FakeRuntimeService and FakeImageService implement the
+// client-side Go interfaces, not the gRPC servers, so they would need an
+// adapter anyway, and most of their behaviour would need overriding: their
+// "not found" errors are plain errors without gRPC codes (a client cannot
+// tell NotFound from any failure), RemovePodSandbox removes a running sandbox
+// and leaves its containers behind, StopPodSandbox leaves containers running,
+// container and sandbox IDs are derived from names so a re-created attempt
+// overwrites the old one, time comes from time.Now, and fake IPs and versions
+// are package-level mutable variables. fakecri therefore keeps its own small
+// state machine.
+package fakecri

@@ -103,9 +103,10 @@ func (a *API) Run(ctx context.Context) error {
 				a.rep.report(podmanager.FullName(pod), errorf(ErrInvalidPod, "bound to node %q, not %q", pod.Spec.NodeName, a.opts.NodeName))
 				continue
 			}
-			// The store keeps its objects; the Config takes ownership of
-			// what it is given.
-			pods = append(pods, pod.DeepCopy())
+			// The store's objects are replaced, never modified, by the
+			// reflector, and nothing else reads them: the Config may own
+			// them, and an unchanged pod is the same object next time.
+			pods = append(pods, pod)
 		}
 		a.opts.Logger.V(4).Info("api source snapshot", "node", a.opts.NodeName, "pods", len(pods))
 		if err := a.sink.Set(ctx, pods); err != nil {

@@ -15,7 +15,12 @@ import (
 // resulting updates are delivered or ctx is done.
 type Sink interface {
 	// Set replaces the source's pods with pods. It takes ownership of the
-	// pods: the caller must not use or modify them afterwards.
+	// pods: the caller must not modify them afterwards (the Config stamps
+	// annotations on pods it has not seen before, then hands them to the
+	// consumer). A source may pass the same object again in a later
+	// snapshot to mean "unchanged"; that is the cheap path. If ctx is done
+	// before every update is delivered, Set returns ctx's error and the
+	// undelivered updates of that snapshot are lost.
 	Set(ctx context.Context, pods []*v1.Pod) error
 }
 

@@ -318,8 +318,10 @@ func (f *File) decodeFile(path string) (*v1.Pod, error) {
 	return staticPodFromManifest(data, podmanager.FileSource, path, f.opts.NodeName)
 }
 
-// send delivers a snapshot of copies of the current pods, in file-name order
-// (so that of two files with the same pod name, the first one wins).
+// send delivers a snapshot of the current pods, in file-name order (so that
+// of two files with the same pod name, the first one wins). Unchanged files
+// hand the Config the same object as last time, which it skips cheaply; the
+// source never modifies a pod after it was read.
 func (f *File) send(ctx context.Context) error {
 	paths := make([]string, 0, len(f.pods))
 	for path := range f.pods {
@@ -328,7 +330,7 @@ func (f *File) send(ctx context.Context) error {
 	sort.Strings(paths)
 	pods := make([]*v1.Pod, 0, len(paths))
 	for _, path := range paths {
-		pods = append(pods, f.pods[path].DeepCopy())
+		pods = append(pods, f.pods[path])
 	}
 	f.opts.Logger.V(4).Info("file source snapshot", "path", f.opts.Path, "pods", len(pods))
 	return f.sink.Set(ctx, pods)

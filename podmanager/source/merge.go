@@ -66,7 +66,8 @@ func (c changes) podUpdates(source string) []PodUpdate {
 // kubernetes.io/config.source on every pod and kubernetes.io/config.seen on
 // pods seen for the first time, and replaces s's state. It takes ownership of
 // pods and may modify them; it never modifies a pod already stored in s, as
-// those have been handed out. Pods without a UID and pods whose UID or full
+// those have been handed out. A pod that is the very object stored for its
+// UID is unchanged by definition and costs nothing. Pods without a UID and pods whose UID or full
 // name repeats an earlier pod of the snapshot are passed to reject and
 // dropped.
 func (s *snapshot) merge(source string, pods []*v1.Pod, now time.Time, reject func(origin string, err error)) changes {
@@ -93,12 +94,18 @@ func (s *snapshot) merge(source string, pods []*v1.Pod, now time.Time, reject fu
 			continue
 		}
 		fullNames[fullName] = pod.UID
+		existing, found := old[pod.UID]
+		if found && existing == pod {
+			// The source handed back the object it gave last time: unchanged,
+			// and already stamped.
+			next[pod.UID] = existing
+			continue
+		}
 		if pod.Annotations == nil {
 			pod.Annotations = make(map[string]string, 2)
 		}
 		pod.Annotations[podmanager.ConfigSourceAnnotationKey] = source
 
-		existing, found := old[pod.UID]
 		if !found {
 			if _, ok := pod.Annotations[podmanager.ConfigFirstSeenAnnotationKey]; !ok {
 				pod.Annotations[podmanager.ConfigFirstSeenAnnotationKey] = now.UTC().Format(time.RFC3339Nano)

@@ -85,6 +85,19 @@ func TestRealRuntime(t *testing.T) {
 		t.Errorf("main container hash %x, want the spec's %x", m.Hash, runtime.HashContainer(&pod.Spec.Containers[0]))
 	}
 
+	// The relister sees the pod and fills the cache.
+	cache := runtime.NewCache()
+	rel, err := runtime.NewRelister(runtime.RelisterOptions{Runtime: rt, Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rel.ForceRefresh(ctx); err != nil {
+		t.Fatalf("relist: %v", err)
+	}
+	if cached, err := cache.Get(pod.UID); err != nil || len(cached.ContainerStatuses) != 3 || !cached.HasReadySandbox() {
+		t.Fatalf("cache after relist: %v, %v", cached, err)
+	}
+
 	// First restart of the crashed container is immediate, the second one
 	// waits for the back-off.
 	if err := rt.SyncPod(ctx, pod, status); err != nil {

@@ -1,0 +1,58 @@
+package cri_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/runtime/fakecri"
+)
+
+// benchPods fills a fakecri server on a unix socket with n pods of two
+// containers each.
+func benchPods(b *testing.B, n int) (*fakecri.Server, string) {
+	b.Helper()
+	srv, ep := startFake(b, fakecri.Options{Images: []string{testImage}})
+	rt := newRuntime(b, ep)
+	ctx := context.Background()
+	for i := range n {
+		pod := testPod(fmt.Sprintf("p%04d", i), v1.RestartPolicyAlways, v1.Container{Name: "a"}, v1.Container{Name: "b"})
+		if err := rt.SyncPod(ctx, pod, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return srv, ep
+}
+
+// BenchmarkGetPods lists 1,000 pods (1,000 sandboxes, 2,000 containers) over
+// a unix socket.
+func BenchmarkGetPods(b *testing.B) {
+	_, ep := benchPods(b, 1000)
+	rt := newRuntime(b, ep)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		pods, err := rt.GetPods(ctx, true)
+		if err != nil || len(pods) != 1000 {
+			b.Fatalf("%d pods, %v", len(pods), err)
+		}
+	}
+}
+
+// BenchmarkGetPodStatus reads one pod's status among 1,000 (two filtered
+// lists, one sandbox status, two container statuses).
+func BenchmarkGetPodStatus(b *testing.B) {
+	_, ep := benchPods(b, 1000)
+	rt := newRuntime(b, ep)
+	ctx := context.Background()
+	pod := testPod("p0500", v1.RestartPolicyAlways)
+	b.ReportAllocs()
+	for b.Loop() {
+		st, err := rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if err != nil || len(st.ContainerStatuses) != 2 {
+			b.Fatalf("%v, %v", st, err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -109,9 +110,8 @@ type Relister struct {
 	previous  map[types.UID]*Pod
 	reinspect map[types.UID]struct{}
 
-	// last is the start time of the last successful relist, readable by any
-	// goroutine. It is a one-slot channel used as a lock-free box.
-	last chan time.Time
+	mu         sync.Mutex
+	lastRelist time.Time // start time of the last successful relist
 }
 
 // NewRelister validates opts and returns a Relister. It starts nothing.
@@ -126,9 +126,7 @@ func NewRelister(opts RelisterOptions) (*Relister, error) {
 		sem:       make(chan struct{}, 1),
 		previous:  map[types.UID]*Pod{},
 		reinspect: map[types.UID]struct{}{},
-		last:      make(chan time.Time, 1),
 	}
-	r.last <- time.Time{}
 	return r, nil
 }
 
@@ -152,9 +150,9 @@ func (r *Relister) Run(ctx context.Context) error {
 // LastRelist returns the start time of the last successful relist (zero
 // before the first).
 func (r *Relister) LastRelist() time.Time {
-	t := <-r.last
-	r.last <- t
-	return t
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastRelist
 }
 
 // ForceUpdateIfOlder relists unless a relist that started at or after minTime
@@ -251,8 +249,9 @@ func (r *Relister) relistHeld(ctx context.Context) error {
 	r.opts.Cache.UpdateTime(ts)
 	r.previous = current
 	r.reinspect = reinspect
-	<-r.last
-	r.last <- ts
+	r.mu.Lock()
+	r.lastRelist = ts
+	r.mu.Unlock()
 
 	if r.opts.OnEvent != nil {
 		for _, e := range events {

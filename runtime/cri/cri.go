@@ -63,7 +63,7 @@ func New(opts Options) (*Runtime, error) {
 	}
 	conn, err := grpc.NewClient(target, dialOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("cri client for %q: %w", opts.Endpoint, errorsJoinInvalid(err))
+		return nil, fmt.Errorf("cri client for %q: %w: %w", opts.Endpoint, runtime.ErrInvalidArgument, err)
 	}
 	return &Runtime{
 		opts:    opts,
@@ -74,8 +74,6 @@ func New(opts Options) (*Runtime, error) {
 		backOff: newBackOff(opts.Clock, opts.BackOffInitial, opts.BackOffMax),
 	}, nil
 }
-
-func errorsJoinInvalid(err error) error { return fmt.Errorf("%w: %w", runtime.ErrInvalidArgument, err) }
 
 // Close closes the connection. Calls after Close fail.
 func (r *Runtime) Close() error { return r.conn.Close() }

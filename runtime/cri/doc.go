@@ -43,7 +43,9 @@
 // (a missing image with pull policy Never is an error), creates and starts
 // containers, and restarts exited ones as the restart policy says, with a
 // per-container crash-loop back-off (10 s doubling to 5 min, on the injected
-// clock) reported as runtime.ErrBackOff. It keeps the newest dead instance of
-// each container and removes older ones. Init and ephemeral containers,
+// clock) reported as runtime.ErrBackOff. A running container whose spec
+// changed (its recorded io.kubernetes.container.hash differs from
+// runtime.HashContainer of the spec, as after an image change) is replaced.
+// It keeps the newest dead instance of each container and removes older ones. Init and ephemeral containers,
 // probes, lifecycle hooks, volumes, ports and resources are not implemented.
 package cri

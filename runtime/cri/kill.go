@@ -92,8 +92,8 @@ func identify(pod *v1.Pod, runningPod *runtime.Pod) (uid types.UID, ref string, 
 // each with gracePeriodOverride, else the pod's deletion or spec grace
 // period, else the grace period recorded on the container, else 30 s, and
 // never less than MinimumGracePeriod. Sandboxes are stopped after every
-// container stop has returned. Containers and sandboxes that vanished count
-// as stopped.
+// container stop has returned, even a failed one. Containers and sandboxes
+// that vanished count as stopped.
 func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, runningPod *runtime.Pod, gracePeriodOverride *int64) error {
 	uid, ref, err := identify(pod, runningPod)
 	if err != nil {
@@ -116,10 +116,10 @@ func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, runningPod *runtime.
 		}
 	}
 	r.log.V(2).Info("killing pod", "pod", ref, "containers", len(objs.running), "sandboxes", len(objs.sandboxes))
-	if err := r.stopTargets(ctx, objs.running, grace); err != nil {
-		return fmt.Errorf("kill pod %s: %w", ref, err)
-	}
-	var errs []error
+	// As the kubelet does, the sandboxes are stopped even when a container
+	// stop failed: stopping a sandbox kills what is left in it, so a pod
+	// always makes progress towards terminated.
+	errs := []error{r.stopTargets(ctx, objs.running, grace)}
 	for _, id := range objs.sandboxes {
 		errs = append(errs, r.stopSandbox(ctx, id))
 	}
@@ -142,10 +142,7 @@ func (r *Runtime) killContainers(ctx context.Context, pod *v1.Pod, st *runtime.P
 		if gracePeriodOverride != nil {
 			return *gracePeriodOverride
 		}
-		if gp := podGracePeriod(pod); gp != nil {
-			return *gp
-		}
-		return DefaultGracePeriod
+		return gracePeriodOf(pod)
 	})
 }
 

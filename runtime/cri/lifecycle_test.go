@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -353,5 +354,48 @@ func TestKillHonoursContext(t *testing.T) {
 	}
 	if c := podStatus(t, rt, pod).ContainerStatuses[0]; c.ExitCode != 137 {
 		t.Fatalf("hang container: %+v, want exit 137", c)
+	}
+}
+
+func TestSpecChangeReplacesRunningContainer(t *testing.T) {
+	srv, ep := startFake(t, fakecri.Options{})
+	rt := newRuntime(t, ep)
+	ctx := ctxT(t)
+	pod := testPod("sc", v1.RestartPolicyAlways, v1.Container{Name: "c", Image: "app:1"}, v1.Container{Name: "same", Image: "app:1"})
+	if err := rt.SyncPod(ctx, pod, nil); err != nil {
+		t.Fatal(err)
+	}
+	pod.Spec.Containers[0].Image = "app:2"
+	if err := rt.SyncPod(ctx, pod, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := podStatus(t, rt, pod)
+	c := st.FindContainerStatusByName("c")
+	if c.State != runtime.ContainerStateRunning || c.Image != "app:2" || c.RestartCount != 1 || c.Hash != runtime.HashContainer(&pod.Spec.Containers[0]) {
+		t.Fatalf("changed container: %+v", c)
+	}
+	if same := st.FindContainerStatusByName("same"); same.RestartCount != 0 {
+		t.Fatalf("unchanged container restarted: %+v", same)
+	}
+	if n := srv.CallCount("StopContainer"); n != 1 {
+		t.Fatalf("StopContainer called %d times, want 1", n)
+	}
+}
+
+func TestKillStopsSandboxEvenWhenAContainerStopFails(t *testing.T) {
+	srv, ep := startFake(t, fakecri.Options{})
+	rt := newRuntime(t, ep)
+	ctx := ctxT(t)
+	pod := testPod("ks", v1.RestartPolicyAlways, v1.Container{Name: "c"})
+	if err := rt.SyncPod(ctx, pod, nil); err != nil {
+		t.Fatal(err)
+	}
+	srv.FailNext("StopContainer", codes.Internal)
+	err := rt.KillPod(ctx, pod, nil, nil)
+	if !errors.Is(err, runtime.ErrUnknown) || !strings.Contains(err.Error(), `container "c"`) {
+		t.Fatalf("KillPod: %v, want the container's error", err)
+	}
+	if st := podStatus(t, rt, pod); !st.IsTerminal() {
+		t.Fatalf("pod not terminal after the sandbox stop: %+v", st.ContainerStatuses)
 	}
 }

@@ -22,7 +22,9 @@ import (
 //     OnFailure and a non-zero exit code), unless it is in crash-loop back-off,
 //     which gives an error wrapping runtime.ErrBackOff. A created but not
 //     started instance is started. An instance in an unknown state is stopped
-//     and restarted. Running containers are left as they are.
+//     and restarted. A running container whose recorded spec hash differs
+//     from its spec's (runtime.HashContainer) is stopped with the pod's grace
+//     period and replaced; other running containers are left as they are.
 //   - After a restart, older dead instances of the container are removed; the
 //     newest dead one is kept (for its logs and exit code).
 //
@@ -89,7 +91,16 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.P
 		} else if cs != nil {
 			switch cs.State {
 			case runtime.ContainerStateRunning:
-				continue
+				if cs.Hash == 0 || cs.Hash == runtime.HashContainer(c) {
+					continue
+				}
+				// Created from an older spec (its image changed, say):
+				// replace it, with no back-off, as the kubelet does.
+				r.log.V(2).Info("container spec changed; restarting it", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name)
+				if err := r.stopContainer(ctx, cs.ID.ID, gracePeriodOf(pod)); err != nil {
+					errs = append(errs, fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err))
+					continue
+				}
 			case runtime.ContainerStateCreated:
 				if err := r.startCreated(ctx, cs.ID.ID); err != nil {
 					errs = append(errs, fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err))
@@ -145,4 +156,12 @@ func (r *Runtime) pruneDead(ctx context.Context, podStatus *runtime.PodStatus, n
 			r.log.V(4).Info("could not remove dead container", "pod", podStatus.Namespace+"/"+podStatus.Name, "container", name, "err", err)
 		}
 	}
+}
+
+// gracePeriodOf is the pod's grace period, or DefaultGracePeriod.
+func gracePeriodOf(pod *v1.Pod) int64 {
+	if gp := podGracePeriod(pod); gp != nil {
+		return *gp
+	}
+	return DefaultGracePeriod
 }

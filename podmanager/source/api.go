@@ -114,7 +114,9 @@ func (a *API) Run(ctx context.Context) error {
 		}
 	}
 	store := cache.NewUndeltaStore(push, cache.MetaNamespaceKeyFunc)
-	reflector := cache.NewReflectorWithOptions(lw, &v1.Pod{}, store, cache.ReflectorOptions{
+	// The wrapper lets the reflector fall back to list+watch for clients
+	// without streaming-list support (such as the fake clientset).
+	reflector := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, a.opts.Client), &v1.Pod{}, store, cache.ReflectorOptions{
 		Name:         "podlife-api-source",
 		ResyncPeriod: a.opts.ResyncPeriod,
 	})

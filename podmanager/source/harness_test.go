@@ -169,3 +169,7 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
+	return context.WithCancel(t.Context())
+}

@@ -162,7 +162,7 @@ func TestRestartPolicy(t *testing.T) {
 		{v1.RestartPolicyNever, "1", false},
 	} {
 		t.Run(string(tc.policy)+"/exit"+tc.exitCode, func(t *testing.T) {
-			_, ep := startFake(t, fakecri.Options{})
+			srv, ep := startFake(t, fakecri.Options{})
 			rt := newRuntime(t, ep)
 			ctx := ctxT(t)
 			pod := testPod("r", tc.policy, v1.Container{Name: "job", Args: []string{"exit", tc.exitCode}})
@@ -176,9 +176,29 @@ func TestRestartPolicy(t *testing.T) {
 			if err := rt.SyncPod(ctx, pod, st); err != nil {
 				t.Fatal(err)
 			}
-			got := podStatus(t, rt, pod).FindContainerStatusByName("job").RestartCount
+			st = podStatus(t, rt, pod)
+			got := st.FindContainerStatusByName("job").RestartCount
 			if (got == 1) != tc.wantRestart {
 				t.Fatalf("restart count %d, want restart=%v", got, tc.wantRestart)
+			}
+			// A pod whose containers have all finished for good loses its
+			// sandbox and becomes terminal.
+			if st.HasReadySandbox() == !tc.wantRestart {
+				t.Fatalf("sandbox ready=%v with restart=%v", st.HasReadySandbox(), tc.wantRestart)
+			}
+			if !tc.wantRestart && !st.IsTerminal() {
+				t.Fatal("finished pod is not terminal")
+			}
+			// Further syncs of a finished pod change nothing.
+			if !tc.wantRestart {
+				for range 2 {
+					if err := rt.SyncPod(ctx, pod, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if n := srv.CallCount("RunPodSandbox"); n != 1 {
+					t.Fatalf("RunPodSandbox called %d times for a finished pod, want 1", n)
+				}
 			}
 		})
 	}

@@ -15,8 +15,8 @@ import (
 //   - No ready sandbox: a new one is created (attempt+1), after stopping
 //     whatever still runs of the pod, and every container is started in it,
 //     except, under RestartPolicy OnFailure, those that succeeded. A pod with
-//     RestartPolicy Never whose sandbox died after its containers ran is left
-//     alone.
+//     RestartPolicy Never whose sandbox died after its containers ran, or
+//     with OnFailure whose containers all succeeded, is left alone.
 //   - Ready sandbox: a container with no instance yet is created and started;
 //     an exited one is restarted when the restart policy says so (Always;
 //     OnFailure and a non-zero exit code), unless it is in crash-loop back-off,
@@ -27,6 +27,14 @@ import (
 //     period and replaced; other running containers are left as they are.
 //   - After a restart, older dead instances of the container are removed; the
 //     newest dead one is kept (for its logs and exit code).
+//   - When no container runs and none is to be (re)started or waits for its
+//     back-off, every container has finished for good: the sandbox is
+//     stopped, so that the pod's status becomes terminal.
+//
+// podStatus must be at least as new as the previous SyncPod of the pod (the
+// pod workers' Cache.GetNewerThan gives that), or nil to read it now: with
+// older data SyncPod may try to create an instance that exists already and
+// fail with runtime.ErrAlreadyExists until it sees fresh data.
 //
 // The errors of all containers are joined; each names pod and container.
 func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.PodStatus) error {
@@ -57,6 +65,9 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.P
 			if policy == v1.RestartPolicyNever && len(podStatus.ContainerStatuses) > 0 {
 				return nil // it ran, its sandbox is gone, and it must not restart
 			}
+			if policy == v1.RestartPolicyOnFailure && allSucceeded(pod, podStatus) {
+				return nil // nothing would start in a new sandbox
+			}
 			// Nothing of the old sandbox may keep running.
 			if err := r.killContainers(ctx, pod, podStatus, nil); err != nil {
 				return fmt.Errorf("sync pod %s: stop containers of dead sandbox %q: %w", podRef(pod), sandbox.ID, err)
@@ -72,6 +83,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.P
 	sandboxCfg := r.sandboxConfig(pod, attempt)
 
 	var errs []error
+	keep := 0 // containers left running or started by this sync
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		if err := ctx.Err(); err != nil {
@@ -92,6 +104,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.P
 			switch cs.State {
 			case runtime.ContainerStateRunning:
 				if cs.Hash == 0 || cs.Hash == runtime.HashContainer(c) {
+					keep++
 					continue
 				}
 				// Created from an older spec (its image changed, say):
@@ -105,6 +118,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.P
 				if err := r.startCreated(ctx, cs.ID.ID); err != nil {
 					errs = append(errs, fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err))
 				}
+				keep++
 				continue
 			case runtime.ContainerStateExited, runtime.ContainerStateUnknown:
 				if !shouldRestart(policy, cs) {
@@ -127,11 +141,31 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.P
 			errs = append(errs, err)
 			continue
 		}
+		keep++
 		if cs != nil {
 			r.pruneDead(ctx, podStatus, c.Name, cs.ID.ID)
 		}
 	}
+	if keep == 0 && len(errs) == 0 {
+		// Every container has finished for good: the sandbox goes too, so
+		// that the pod's status becomes terminal (the kubelet does the same).
+		r.log.V(2).Info("all containers finished; stopping the sandbox", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID)
+		if err := r.stopSandbox(ctx, sandboxID); err != nil {
+			errs = append(errs, fmt.Errorf("sync pod %s: %w", podRef(pod), err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// allSucceeded reports whether every container of the spec last exited 0.
+func allSucceeded(pod *v1.Pod, st *runtime.PodStatus) bool {
+	for i := range pod.Spec.Containers {
+		cs := st.FindContainerStatusByName(pod.Spec.Containers[i].Name)
+		if cs == nil || cs.State != runtime.ContainerStateExited || cs.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func shouldRestart(policy v1.RestartPolicy, cs *runtime.ContainerStatus) bool {

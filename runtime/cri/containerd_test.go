@@ -169,6 +169,51 @@ func TestRealRuntime(t *testing.T) {
 	}
 }
 
+// TestRealRuntimeFinishedPod runs a pod whose only container completes under
+// RestartPolicy Never: once it has exited, SyncPod stops the sandbox and the
+// pod is terminal; it is then removed.
+func TestRealRuntimeFinishedPod(t *testing.T) {
+	endpoint := os.Getenv(EndpointEnv)
+	if endpoint == "" {
+		t.Skip(EndpointEnv + " is not set: skipping the integration test against a real CRI runtime")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 30 * time.Second, CgroupParent: "/podlife-test", Logger: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	pod := realPod("localhost/podlife/pause:1.0")
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod.Spec.Containers = []v1.Container{{Name: "job", Image: pod.Spec.Containers[0].Image, Args: []string{"exit", "0"}}}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = rt.KillPod(cctx, pod, nil, nil)
+		_ = rt.RemovePod(cctx, &runtime.Pod{ID: pod.UID})
+	})
+	if err := rt.SyncPod(ctx, pod, nil); err != nil {
+		t.Fatalf("SyncPod: %v", err)
+	}
+	st := waitStatus(ctx, t, rt, pod, "job exited", func(s *runtime.PodStatus) bool {
+		c := s.FindContainerStatusByName("job")
+		return c != nil && c.State == runtime.ContainerStateExited
+	})
+	if c := st.FindContainerStatusByName("job"); c.ExitCode != 0 || c.Reason != "Completed" {
+		t.Errorf("job: exit %d, reason %q; want 0, Completed", c.ExitCode, c.Reason)
+	}
+	if err := rt.SyncPod(ctx, pod, st); err != nil {
+		t.Fatalf("SyncPod of a finished pod: %v", err)
+	}
+	if st := waitStatus(ctx, t, rt, pod, "terminal", (*runtime.PodStatus).IsTerminal); len(st.SandboxStatuses) != 1 {
+		t.Errorf("sandboxes of a finished pod: %+v", st.SandboxStatuses)
+	}
+	if err := rt.RemovePod(ctx, &runtime.Pod{ID: pod.UID}); err != nil {
+		t.Fatalf("RemovePod: %v", err)
+	}
+}
+
 func realPod(image string) *v1.Pod {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)

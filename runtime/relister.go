@@ -181,6 +181,9 @@ func (r *Relister) ForceRefresh(ctx context.Context) error {
 }
 
 func (r *Relister) acquire(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("relist: %w", err)
+	}
 	select {
 	case r.sem <- struct{}{}:
 		return nil

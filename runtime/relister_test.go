@@ -314,3 +314,45 @@ func poll(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+func TestRelisterConcurrentRefreshes(t *testing.T) {
+	r, rt, cache, _, clk := newRelister(t)
+	for i := range 10 {
+		rt.setPod(types.UID(string(rune('a'+i))), runtime.ContainerStateRunning)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 20 {
+				var err error
+				if (i+j)%2 == 0 {
+					err = r.ForceRefresh(ctx)
+				} else {
+					err = r.ForceUpdateIfOlder(ctx, clk.Now())
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if (i+j)%5 == 0 {
+					rt.setPod("a", []runtime.ContainerState{runtime.ContainerStateRunning, runtime.ContainerStateExited}[j%2])
+				}
+			}
+		})
+	}
+	wg.Wait()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st, err := cache.Get("j"); err != nil || len(st.ContainerStatuses) != 1 {
+		t.Fatalf("cache of j: %+v %v", st, err)
+	}
+	// A refresh waiting for the relist slot gives up with its context.
+	if err := r.ForceRefresh(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ForceRefresh with a cancelled context: %v", err)
+	}
+}

@@ -85,3 +85,7 @@ func (w *Workers) Busy() int {
 	}
 	return n
 }
+
+// Running reports whether Run is processing work (it has started and its
+// context has not ended).
+func (w *Workers) Running() bool { return w.state.Load() == stateRunning }

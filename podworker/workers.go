@@ -169,8 +169,9 @@ func (w *Workers) runSchedule(ctx context.Context) {
 			continue
 		}
 		timer := w.clock.NewTimer(time.Duration(at - now.UnixNano()))
-		if !w.clock.Now().Equal(now) {
-			// The clock moved while the timer was armed relative to it.
+		if w.clock.Now().UnixNano() >= at {
+			// The clock reached the deadline while the timer was being
+			// armed (a fake clock stepped meanwhile): fire now.
 			timer.Stop()
 			continue
 		}

@@ -660,3 +660,28 @@ func TestCacheWaitsForNewerStatus(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Regression: with the real clock the schedule loop used to spin re-arming
+// its timer and only noticed Run's context at the next deadline (a minute
+// away), so Run did not return.
+func TestRunReturnsPromptlyWithRealClock(t *testing.T) {
+	f := pwt.NewFakeSyncer()
+	w, err := podworker.New(podworker.Options{Syncer: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	w.UpdatePod(create(newPod("u1", "web")))
+	pwt.WaitFor(t, 0, "resync scheduled", func() bool {
+		info, _ := w.PodInfo("u1")
+		return !info.NextAttempt.IsZero()
+	})
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return within 5s of its context ending")
+	}
+}

@@ -62,8 +62,10 @@ func IsStaticPod(pod *v1.Pod) bool {
 	if pod == nil {
 		return false
 	}
-	source, err := PodSource(pod)
-	return err == nil && source != APISource
+	// A direct lookup: PodSource would build an error for every pod
+	// without the annotation, and this runs for every pod on hot paths.
+	source, ok := pod.Annotations[ConfigSourceAnnotationKey]
+	return ok && source != APISource
 }
 
 // IsMirrorPod reports whether the pod is the API server's mirror of a static

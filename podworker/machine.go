@@ -179,6 +179,9 @@ type update struct {
 	pod        *v1.Pod
 	mirrorPod  *v1.Pod
 	runningPod *runtime.Pod
+	// podStatic caches podmanager.IsStaticPod(pod), computed when the
+	// update arrives, so that scans over every pod never touch pod objects.
+	podStatic bool
 }
 
 // Machine is the lifecycle state machine of one pod: a pure, synchronous
@@ -359,7 +362,8 @@ func (m *Machine) Update(o UpdatePodOptions, now time.Time, cachedTerminal bool)
 		closeCompleted()
 	}
 
-	u := update{updateType: o.UpdateType, startTime: o.StartTime, pod: o.Pod, mirrorPod: o.MirrorPod, runningPod: o.RunningPod}
+	u := update{updateType: o.UpdateType, startTime: o.StartTime, pod: o.Pod, mirrorPod: o.MirrorPod, runningPod: o.RunningPod,
+		podStatic: o.Pod != nil && podmanager.IsStaticPod(o.Pod)}
 	if m.hasPending && !m.pending.startTime.IsZero() && (u.startTime.IsZero() || m.pending.startTime.Before(u.startTime)) {
 		// Latency covers every update coalesced into this one.
 		u.startTime = m.pending.startTime
@@ -462,7 +466,7 @@ func (m *Machine) Next(now time.Time, decision StartDecision) (w Work, ok bool, 
 // missing mirror pod keeps the last one.
 func (m *Machine) mergeActive(u update) {
 	if u.pod != nil || !m.hasActive {
-		m.active.pod = u.pod
+		m.active.pod, m.active.podStatic = u.pod, u.podStatic
 	}
 	m.active.runningPod = u.runningPod
 	if u.mirrorPod != nil {
@@ -477,7 +481,7 @@ func (m *Machine) requeueLast() {
 	if m.hasPending || !m.hasActive {
 		return
 	}
-	m.pending = update{updateType: SyncPodSync, pod: m.active.pod, mirrorPod: m.active.mirrorPod, runningPod: m.active.runningPod}
+	m.pending = update{updateType: SyncPodSync, pod: m.active.pod, mirrorPod: m.active.mirrorPod, runningPod: m.active.runningPod, podStatic: m.active.podStatic}
 	m.hasPending = true
 }
 
@@ -667,11 +671,12 @@ func (m *Machine) Times() (synced, started, terminating, terminated time.Time) {
 
 // WorkerSync returns what SyncKnownPods reports for the pod.
 func (m *Machine) WorkerSync(orphan bool) PodWorkerSync {
-	pod := m.ConfigPod()
-	return PodWorkerSync{
-		State:     m.WorkerState(),
-		Orphan:    orphan,
-		HasConfig: pod != nil,
-		Static:    pod != nil && podmanager.IsStaticPod(pod),
+	s := PodWorkerSync{State: m.WorkerState(), Orphan: orphan}
+	switch {
+	case m.hasActive && m.active.pod != nil:
+		s.HasConfig, s.Static = true, m.active.podStatic
+	case m.hasPending && m.pending.pod != nil:
+		s.HasConfig, s.Static = true, m.pending.podStatic
 	}
+	return s
 }

@@ -335,3 +335,30 @@ func clonePods(in []*v1.Pod) []*v1.Pod {
 	}
 	return out
 }
+
+// BenchmarkMerge10kOnePercentChangedSameObjects is the path of the file and
+// API sources: unchanged pods are handed back as the same objects.
+func BenchmarkMerge10kOnePercentChangedSameObjects(b *testing.B) {
+	const n = 10000
+	current := make([]*v1.Pod, n)
+	for i := range current {
+		current[i] = testPod(fmt.Sprintf("pod-%d", i), fmt.Sprintf("uid-%d", i))
+	}
+	s := &snapshot{pods: map[types.UID]*v1.Pod{}}
+	nop := func(string, error) {}
+	s.merge("file", append([]*v1.Pod(nil), current...), t0, nop)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		next := append([]*v1.Pod(nil), current...)
+		for j := 0; j < n/100; j++ {
+			k := (j*100 + i) % n
+			p := next[k].DeepCopy()
+			p.Spec.Containers[0].Image = fmt.Sprintf("img-%d", i)
+			next[k] = p
+		}
+		current = next
+		b.StartTimer()
+		s.merge("file", next, t0, nop)
+	}
+}

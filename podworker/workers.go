@@ -42,9 +42,15 @@ type Workers struct {
 	count  atomic.Int64 // records in all shards
 
 	podsSynced atomic.Bool
-	state      atomic.Int32
-	baseCtx    context.Context // set by Run before state becomes running
-	wg         sync.WaitGroup  // pod goroutines
+
+	// knownMu serialises SyncKnownPods calls; epoch numbers them. A call
+	// marks each desired pod's record with its epoch instead of building a
+	// set of desired UIDs.
+	knownMu sync.Mutex
+	epoch   atomic.Uint64
+	state   atomic.Int32
+	baseCtx context.Context // set by Run before state becomes running
+	wg      sync.WaitGroup  // pod goroutines
 
 	staticMu sync.Mutex
 	static   staticNames // guarded by staticMu; taken after a shard lock, never before
@@ -68,6 +74,8 @@ type podRecord struct {
 	cancel       context.CancelFunc // cancels ctx
 	lastSyncTime time.Time          // end of the previous Syncer call
 	dueAt        int64              // pending scheduled re-delivery, 0 if none
+	desiredEpoch uint64             // last SyncKnownPods epoch that desired the pod
+	createdEpoch uint64             // SyncKnownPods epoch current when the record was created
 }
 
 // New validates opts and returns Workers. It starts no goroutine.
@@ -92,14 +100,16 @@ func New(opts Options) (*Workers, error) {
 	return w, nil
 }
 
-func (w *Workers) shardFor(uid types.UID) *shard {
-	// FNV-1a over the UID.
+func (w *Workers) shardFor(uid types.UID) *shard { return &w.shards[shardIndex(uid)] }
+
+// shardIndex is FNV-1a over the UID, modulo numShards.
+func shardIndex(uid types.UID) uint8 {
 	h := uint32(2166136261)
 	for i := 0; i < len(uid); i++ {
 		h ^= uint32(uid[i])
 		h *= 16777619
 	}
-	return &w.shards[h%numShards]
+	return uint8(h % numShards)
 }
 
 // Run starts processing and blocks until ctx is done. It then cancels the
@@ -321,6 +331,7 @@ func (w *Workers) UpdatePod(o UpdatePodOptions) {
 		return
 	}
 	if created {
+		rec.createdEpoch = w.epoch.Load()
 		sh.pods[uid] = rec
 		w.count.Add(1)
 		if rec.m.Static() {
@@ -555,11 +566,22 @@ func (w *Workers) afterFunc(d time.Duration, f func()) (stop func()) {
 
 // SyncKnownPods implements PodWorkers.
 func (w *Workers) SyncKnownPods(desiredPods []*v1.Pod) map[types.UID]PodWorkerSync {
-	desired := make(map[types.UID]struct{}, len(desiredPods))
+	w.knownMu.Lock()
+	defer w.knownMu.Unlock()
+	epoch := w.epoch.Add(1)
+	// Mark the records of desired pods. A record created after this point
+	// (createdEpoch == epoch) is newer than the caller's view of what is
+	// desired and is not treated as an orphan by this call.
 	for _, pod := range desiredPods {
-		if pod != nil {
-			desired[pod.UID] = struct{}{}
+		if pod == nil {
+			continue
 		}
+		sh := w.shardFor(pod.UID)
+		sh.mu.Lock()
+		if rec := sh.pods[pod.UID]; rec != nil {
+			rec.desiredEpoch = epoch
+		}
+		sh.mu.Unlock()
 	}
 	w.podsSynced.Store(true)
 	now := w.clock.Now()
@@ -570,8 +592,7 @@ func (w *Workers) SyncKnownPods(desiredPods []*v1.Pod) map[types.UID]PodWorkerSy
 		sh := &w.shards[i]
 		sh.mu.Lock()
 		for uid, rec := range sh.pods {
-			_, want := desired[uid]
-			orphan := !want
+			orphan := rec.desiredEpoch != epoch && rec.createdEpoch != epoch
 			if orphan || rec.m.IsRestartRequested() {
 				if rec.m.IsFinished() {
 					delete(sh.pods, uid)

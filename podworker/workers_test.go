@@ -685,3 +685,51 @@ func TestRunReturnsPromptlyWithRealClock(t *testing.T) {
 		t.Fatal("Run did not return within 5s of its context ending")
 	}
 }
+
+type recordedMetrics struct {
+	mu         sync.Mutex
+	durations  map[string][]time.Duration
+	containers []int
+}
+
+func (r *recordedMetrics) ObservePodWorkerDuration(op string, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.durations == nil {
+		r.durations = map[string][]time.Duration{}
+	}
+	r.durations[op] = append(r.durations[op], d)
+}
+
+func (r *recordedMetrics) ObserveContainersPerPod(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.containers = append(r.containers, n)
+}
+
+func TestMetricsObservations(t *testing.T) {
+	rec := &recordedMetrics{}
+	h := newHarness(t, func(o *podworker.Options) { o.Metrics = rec }).run()
+	pod := newPod("u1", "web")
+	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "side", Image: "img"})
+	start := h.clock.Now()
+	h.clock.Step(3 * time.Second)
+	h.w.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: pod, StartTime: start})
+	h.methods("u1", "SyncPod")
+	h.w.UpdatePod(kill(pod, nil)) // no StartTime: no kill observation
+	h.lifecycle("u1", podworker.LifecycleFinished)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if got := rec.durations["create"]; len(got) != 1 || got[0] != 3*time.Second {
+		t.Errorf("create durations = %v, want [3s]", got)
+	}
+	if got := rec.durations["kill"]; len(got) != 0 {
+		t.Errorf("kill without StartTime observed: %v", got)
+	}
+	if got := rec.durations["terminated"]; len(got) != 1 {
+		t.Errorf("terminated durations = %v, want one", got)
+	}
+	if diff := cmp.Diff([]int{2}, rec.containers); diff != "" {
+		t.Errorf("containers per pod (-want +got):\n%s", diff)
+	}
+}

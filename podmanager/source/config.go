@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
@@ -78,10 +79,11 @@ type Config struct {
 	// mu serializes merges and deliveries, so that the updates of one
 	// snapshot are delivered together and in order; it guards the fields
 	// below.
-	mu         sync.Mutex
-	sources    map[string]*snapshot
-	readyDone  bool
-	errorCount uint64
+	mu        sync.Mutex
+	sources   map[string]*snapshot
+	readyDone bool
+
+	errorCount atomic.Uint64
 }
 
 // NewConfig returns a Config with no source.
@@ -103,7 +105,8 @@ func (c *Config) Updates() <-chan PodUpdate { return c.updates }
 
 // Sink registers the source name (if new) and returns the Sink its snapshots
 // go to. Register every source before running any of them: readiness waits
-// for the sources registered so far. name must not be empty.
+// for the sources registered so far. name must not be empty. Sink waits
+// while another source's Set is blocked on a full Updates channel.
 func (c *Config) Sink(name string) Sink {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -128,11 +131,7 @@ func (c *Config) SeenAllSources() bool {
 }
 
 // Errors returns how many pods the merge has rejected.
-func (c *Config) Errors() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.errorCount
-}
+func (c *Config) Errors() uint64 { return c.errorCount.Load() }
 
 // set merges one snapshot and delivers its updates.
 func (c *Config) set(ctx context.Context, source string, pods []*v1.Pod) error {
@@ -141,6 +140,7 @@ func (c *Config) set(ctx context.Context, source string, pods []*v1.Pod) error {
 		rejected = append(rejected, &Error{Source: source, Origin: origin, Err: err})
 	}
 	err := c.mergeAndDeliver(ctx, source, pods, reject)
+	c.errorCount.Add(uint64(len(rejected)))
 	for _, e := range rejected {
 		c.opts.Logger.Error(e, "pod rejected by config merge", "source", source)
 		if c.opts.OnError != nil {
@@ -157,13 +157,7 @@ func (c *Config) mergeAndDeliver(ctx context.Context, source string, pods []*v1.
 	if !ok {
 		return fmt.Errorf("source: snapshot from unregistered source %q", source)
 	}
-	before := 0
-	counting := func(origin string, err error) {
-		before++
-		reject(origin, err)
-	}
-	ch := s.merge(source, pods, c.opts.Clock.Now(), counting)
-	c.errorCount += uint64(before)
+	ch := s.merge(source, pods, c.opts.Clock.Now(), reject)
 	updates := ch.podUpdates(source)
 	c.opts.Logger.V(4).Info("source snapshot merged", "source", source, "pods", len(pods),
 		"removed", len(ch.removes), "added", len(ch.adds), "updated", len(ch.updates),

@@ -122,32 +122,40 @@ func (f *File) Errors() uint64 { return f.rep.errors() }
 func (f *File) Run(ctx context.Context) error {
 	log := f.opts.Logger
 	var watcher *fsnotify.Watcher
-	defer func() {
+	var watchTarget string // the folder watched
+	stopWatch := func() {
 		if watcher != nil {
 			_ = watcher.Close()
 		}
-	}()
+		watcher, watchTarget = nil, ""
+	}
+	defer stopWatch()
+	// startWatch sets up a new watch. Every full re-read starts with a new
+	// one: a folder removed and recreated (possibly with the same inode)
+	// leaves the old watch blind, and the re-read that follows covers
+	// whatever the old watch had queued.
 	startWatch := func() {
-		if watcher != nil {
-			return
-		}
-		w, err := fsnotify.NewWatcher()
-		if err != nil {
-			log.V(2).Info("file source cannot watch, relying on re-reads", "path", f.opts.Path, "err", err.Error())
-			return
-		}
+		stopWatch()
 		// A single manifest is watched through its folder, so that editors
 		// that replace the file do not end the watch.
 		target := f.opts.Path
 		if st, err := os.Stat(target); err == nil && !st.IsDir() {
 			target = filepath.Dir(target)
 		}
+		if _, err := os.Stat(target); err != nil {
+			return // nothing to watch yet; the re-read reports the state
+		}
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			log.V(2).Info("file source cannot watch, relying on re-reads", "path", f.opts.Path, "err", err.Error())
+			return
+		}
 		if err := w.Add(target); err != nil {
 			_ = w.Close()
 			log.V(2).Info("file source cannot watch, relying on re-reads", "path", f.opts.Path, "err", err.Error())
 			return
 		}
-		watcher = w
+		watcher, watchTarget = w, target
 	}
 
 	// Watch first, so that no change between the read and the watch is lost.
@@ -173,7 +181,7 @@ func (f *File) Run(ctx context.Context) error {
 			}
 		case err, ok := <-errs:
 			if !ok {
-				watcher = nil
+				stopWatch()
 				continue
 			}
 			// Events may have been dropped (queue overflow): re-read all.
@@ -183,14 +191,13 @@ func (f *File) Run(ctx context.Context) error {
 			}
 		case ev, ok := <-events:
 			if !ok {
-				watcher = nil
+				stopWatch()
 				continue
 			}
-			if f.isRootGone(ev) {
+			if filepath.Clean(ev.Name) == filepath.Clean(watchTarget) && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) {
 				// The watched folder itself went away: drop the watch and let
 				// the next tick set it up again.
-				_ = watcher.Close()
-				watcher = nil
+				stopWatch()
 			}
 			changed := f.handleEvent(ev)
 			// Coalesce a burst: apply every event already queued, then send
@@ -216,20 +223,17 @@ func (f *File) Run(ctx context.Context) error {
 	}
 }
 
-func (f *File) isRootGone(ev fsnotify.Event) bool {
-	return filepath.Clean(ev.Name) == filepath.Clean(f.opts.Path) && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename))
-}
-
 // handleEvent re-reads the one file an event names and reports whether the
 // set of pods may have changed.
 func (f *File) handleEvent(ev fsnotify.Event) bool {
 	if ev.Op == fsnotify.Chmod {
 		return false
 	}
-	if f.isDir() && filepath.Dir(ev.Name) != filepath.Clean(f.opts.Path) {
-		return false
-	}
-	if !f.isDir() && filepath.Clean(ev.Name) != filepath.Clean(f.opts.Path) {
+	// Path is a folder (its entries) or a single file (watched through its
+	// parent folder): anything else in that folder is not ours. Deciding
+	// without a stat keeps working while the folder is being removed.
+	root := filepath.Clean(f.opts.Path)
+	if filepath.Dir(ev.Name) != root && filepath.Clean(ev.Name) != root {
 		return false
 	}
 	if isHidden(ev.Name) {
@@ -237,11 +241,6 @@ func (f *File) handleEvent(ev fsnotify.Event) bool {
 	}
 	f.readFile(ev.Name)
 	return true
-}
-
-func (f *File) isDir() bool {
-	st, err := os.Stat(f.opts.Path)
-	return err == nil && st.IsDir()
 }
 
 // resync re-reads the whole folder and sends a snapshot.

@@ -285,3 +285,47 @@ func TestNewFileValidates(t *testing.T) {
 	}
 	_ = errors.New
 }
+
+func TestFileSourceSingleFile(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "web.yaml", manifest("web", "nginx:1"))
+	writeFile(t, dir, "other.yaml", manifest("other", "x"))
+	h := startFile(t, filepath.Join(dir, "web.yaml"))
+	h.waitNames("web-node1")
+	// Replaced the way editors do it (write elsewhere, rename over).
+	writeFile(t, dir, "web.yaml", manifest("web", "nginx:2"))
+	h.waitFor("edited web", func() bool {
+		p := h.byName("web-node1")
+		return p != nil && p.Spec.Containers[0].Image == "nginx:2" && len(h.pods) == 1
+	})
+	if err := os.Remove(filepath.Join(dir, "web.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitNames()
+	// The watch survived the removal.
+	writeFile(t, dir, "web.yaml", manifest("web", "nginx:3"))
+	h.waitNames("web-node1")
+}
+
+func TestFileSourceFolderRemovedAndRecreated(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "manifests")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "web.yaml", manifest("web", "nginx"))
+	h := startFile(t, dir)
+	h.waitNames("web-node1")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	h.waitNames()
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "db.yaml", manifest("db", "pg"))
+	h.clock.Step(DefaultFileResync)
+	h.waitNames("db-node1")
+	writeFile(t, dir, "web.yaml", manifest("web", "nginx"))
+	h.waitNames("db-node1", "web-node1")
+}

@@ -108,6 +108,26 @@ func (l *errorLog) onError(err error) {
 	l.ch <- struct{}{}
 }
 
+func (l *errorLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.errs)
+}
+
+// waitCount waits until at least n errors have been reported.
+func (l *errorLog) waitCount(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for l.count() < n {
+		select {
+		case <-l.ch:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %d errors, have %d", n, l.count())
+		}
+	}
+}
+
 // waitFor waits until an error matching target has been reported and
 // returns it.
 func (l *errorLog) waitFor(t *testing.T, target error) *Error {

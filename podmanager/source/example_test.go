@@ -106,3 +106,58 @@ func podList(names ...string) string {
 	}
 	return s + "]}"
 }
+
+// Example_podManager shows the consumer side an agent builds: every update
+// is applied to a podmanager.Manager (REMOVE removes, every other operation
+// stores the newest pod), then handed to the pod workers (not shown).
+func Example_podManager() {
+	cfg, err := source.NewConfig(source.ConfigOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	static, err := source.NewChannel(cfg.Sink("file"), source.ChannelOptions{Source: podmanager.FileSource, NodeName: "node1"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- static.Run(ctx) }()
+
+	m := podmanager.New()
+	apply := func() {
+		for len(cfg.Updates()) > 0 {
+			u := <-cfg.Updates()
+			for _, pod := range u.Pods {
+				if u.Op == source.REMOVE {
+					m.RemovePod(pod)
+				} else {
+					m.UpdatePod(pod)
+				}
+			}
+		}
+	}
+
+	pods, _ := source.DecodePods([]byte(podList("etcd", "scheduler")))
+	if err := static.Push(ctx, pods); err != nil {
+		fmt.Println(err)
+		return
+	}
+	apply()
+	pods, _ = source.DecodePods([]byte(podList("etcd")))
+	if err := static.Push(ctx, pods); err != nil {
+		fmt.Println(err)
+		return
+	}
+	apply()
+
+	for _, pod := range m.GetPods() {
+		fmt.Println(podmanager.FullName(pod), podmanager.IsStaticPod(pod), podmanager.PodHash(pod) == string(pod.UID))
+	}
+	cancel()
+	<-done
+	// Output:
+	// etcd-node1_default true true
+}

@@ -1,0 +1,290 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/metrics"
+	"github.com/podlife/podlife/podmanager"
+	"github.com/podlife/podlife/podmanager/source"
+	"github.com/podlife/podlife/podworker"
+	"github.com/podlife/podlife/runtime"
+)
+
+// Agent is the pod lifecycle part of a node agent: pod sources, the pod
+// manager, admission, the pod workers with a runtime-backed Syncer, the
+// housekeeping loop, mirror pods, status reporting and metrics. Create it with
+// New and start it with Run.
+type Agent struct {
+	opts    Options
+	log     logr.Logger
+	clock   clock.WithTicker
+	rt      runtime.Runtime
+	cache   *runtime.MemoryCache
+	relist  *runtime.Relister
+	workers *podworker.Workers
+	pods    *podmanager.Manager
+	config  *source.Config
+	sources []namedRunner
+	metrics *metrics.Metrics
+	status  *MemoryStatusReporter
+	report  StatusReporter // Options.StatusReporter's, or nil
+	syncer  *syncer
+
+	started atomic.Bool
+
+	mu sync.Mutex
+	// tracked are the pods the agent has handed to the pod workers, for
+	// Pods; housekeeping prunes the ones the workers forgot.
+	tracked map[types.UID]trackedPod
+	// rejected are pods that admission rejected, with the reason.
+	rejected map[types.UID]AdmitResult
+	// housekeepings counts completed housekeeping passes.
+	housekeepings uint64
+}
+
+type namedRunner struct {
+	name string
+	r    Runner
+}
+
+type trackedPod struct {
+	name, namespace string
+	runtimeOnly     bool
+}
+
+// New validates opts, builds every component and returns the Agent. It
+// starts no goroutine and talks to no runtime.
+func New(opts Options) (*Agent, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	a := &Agent{
+		opts:     opts,
+		log:      opts.Logger,
+		clock:    opts.Clock,
+		rt:       opts.Runtime,
+		cache:    runtime.NewCache(),
+		pods:     podmanager.New(),
+		tracked:  map[types.UID]trackedPod{},
+		rejected: map[types.UID]AdmitResult{},
+	}
+	if opts.Registerer != nil {
+		m, err := metrics.New(metrics.Options{Registerer: opts.Registerer, Namespace: opts.MetricsNamespace})
+		if err != nil {
+			return nil, fmt.Errorf("agent: metrics: %w", err)
+		}
+		a.metrics = m
+	}
+	var err error
+	a.relist, err = runtime.NewRelister(runtime.RelisterOptions{
+		Runtime:  opts.Runtime,
+		Cache:    a.cache,
+		Interval: opts.RelistInterval,
+		Clock:    opts.Clock,
+		Logger:   opts.Logger.WithName("relister"),
+		OnEvent:  a.handleRuntimeEvent,
+	})
+	if err != nil {
+		return nil, a.cleanup(fmt.Errorf("agent: relister: %w", err))
+	}
+	a.syncer = &syncer{a: a}
+	wopts := podworker.Options{
+		Syncer:            a.syncer,
+		Logger:            opts.Logger.WithName("podworker"),
+		Clock:             opts.Clock,
+		Cache:             a.cache,
+		ResyncInterval:    opts.ResyncInterval,
+		BackOffPeriod:     opts.BackOffPeriod,
+		MaxBackOffPeriod:  opts.MaxBackOffPeriod,
+		StatusWaitTimeout: opts.StatusWaitTimeout,
+	}
+	if a.metrics != nil {
+		wopts.Metrics = a.metrics
+	}
+	a.workers, err = podworker.New(wopts)
+	if err != nil {
+		return nil, a.cleanup(fmt.Errorf("agent: pod workers: %w", err))
+	}
+	a.status = NewMemoryStatusReporter(a.workers)
+	if opts.StatusReporter != nil {
+		if a.report, err = opts.StatusReporter(a.workers); err != nil {
+			return nil, a.cleanup(fmt.Errorf("agent: status reporter: %w", err))
+		}
+	}
+
+	a.config, err = source.NewConfig(source.ConfigOptions{
+		Clock:   opts.Clock,
+		Logger:  opts.Logger.WithName("config"),
+		OnError: a.sourceError,
+	})
+	if err != nil {
+		return nil, a.cleanup(fmt.Errorf("agent: config: %w", err))
+	}
+	if opts.ManifestPath != "" {
+		f, err := source.NewFile(a.config.Sink(podmanager.FileSource), source.FileOptions{
+			Path:           opts.ManifestPath,
+			NodeName:       opts.NodeName,
+			ResyncInterval: opts.ManifestResyncInterval,
+			Clock:          opts.Clock,
+			Logger:         opts.Logger.WithName("file"),
+			OnError:        a.sourceError,
+		})
+		if err != nil {
+			return nil, a.cleanup(fmt.Errorf("agent: file source: %w", err))
+		}
+		a.sources = append(a.sources, namedRunner{podmanager.FileSource, f})
+	}
+	for _, s := range opts.Sources {
+		r, err := s.New(a.config.Sink(s.Name))
+		if err != nil {
+			return nil, a.cleanup(fmt.Errorf("agent: source %q: %w", s.Name, err))
+		}
+		a.sources = append(a.sources, namedRunner{s.Name, r})
+	}
+	if len(a.sources) == 0 {
+		// No source: readiness comes at once (an empty snapshot), so that
+		// housekeeping still terminates what the runtime runs.
+		a.sources = append(a.sources, namedRunner{"none", emptySource{a.config.Sink("none")}})
+	}
+	return a, nil
+}
+
+// cleanup undoes what New registered, and returns err.
+func (a *Agent) cleanup(err error) error {
+	a.metrics.Unregister()
+	return err
+}
+
+// emptySource sends one empty snapshot and waits.
+type emptySource struct{ sink source.Sink }
+
+func (s emptySource) Run(ctx context.Context) error {
+	if err := s.sink.Set(ctx, nil); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// Run runs the agent until ctx is done: the pod sources, the runtime
+// relister, the pod workers and the sync loop (config updates and
+// housekeeping). It returns nil once ctx is done and every goroutine it
+// started has returned; it returns an error, after stopping everything, if a
+// component fails for good. Pods keep running in the runtime after Run
+// returns, as containers outlive a kubelet restart. Run may be called once.
+func (a *Agent) Run(ctx context.Context) error {
+	if !a.started.CompareAndSwap(false, true) {
+		return errors.New("agent: Run called twice")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a.log.Info("agent starting", "node", a.opts.NodeName, "sources", len(a.sources))
+
+	var wg sync.WaitGroup
+	var firstErr error
+	var errOnce sync.Once
+	run := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := f(ctx)
+			if err != nil && ctx.Err() == nil {
+				errOnce.Do(func() { firstErr = fmt.Errorf("agent: %s: %w", name, err) })
+				cancel()
+			}
+		}()
+	}
+	run("pod workers", a.workers.Run)
+	run("relister", a.relist.Run)
+	for _, s := range a.sources {
+		run("source "+s.name, s.r.Run)
+	}
+	run("sync loop", a.syncLoop)
+	<-ctx.Done()
+	wg.Wait()
+	a.log.Info("agent stopped")
+	return firstErr
+}
+
+// syncLoop is the kubelet's syncLoop without what is not pod lifecycle: it
+// applies config updates and runs housekeeping once every source is ready.
+// Both run on this goroutine, so no config update is applied during a
+// housekeeping pass.
+func (a *Agent) syncLoop(ctx context.Context) error {
+	t := a.clock.NewTicker(a.opts.HousekeepingInterval)
+	defer t.Stop()
+	updates := a.config.Updates()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case u := <-updates:
+			a.handleUpdate(ctx, u)
+		case <-t.C():
+			if !a.config.SeenAllSources() {
+				a.log.V(4).Info("housekeeping skipped: sources not ready")
+				continue
+			}
+			// Apply what the sources already delivered first: a pod of the
+			// first snapshot must never look like a runtime orphan.
+			a.drainUpdates(ctx, updates)
+			if err := a.Housekeeping(ctx); err != nil && ctx.Err() == nil {
+				a.log.Error(err, "housekeeping failed")
+			}
+		}
+	}
+}
+
+// drainUpdates applies every config update already waiting.
+func (a *Agent) drainUpdates(ctx context.Context, updates <-chan source.PodUpdate) {
+	for {
+		select {
+		case u := <-updates:
+			a.handleUpdate(ctx, u)
+		default:
+			return
+		}
+	}
+}
+
+// sourceError reports a rejected manifest or pod.
+func (a *Agent) sourceError(err error) {
+	a.log.Error(err, "pod source rejected input")
+	if a.opts.OnSourceError != nil {
+		a.opts.OnSourceError(err)
+	}
+}
+
+// Workers returns the agent's pod workers, for queries (IsPodKnownTerminated,
+// CouldHaveRunningContainers, PodInfo, ...). Send updates through the agent's
+// sources, not through UpdatePod.
+func (a *Agent) Workers() *podworker.Workers { return a.workers }
+
+// PodManager returns the agent's desired state store. Treat it as read-only.
+func (a *Agent) PodManager() *podmanager.Manager { return a.pods }
+
+// Metrics returns the agent's metrics, nil without Options.Registerer.
+func (a *Agent) Metrics() *metrics.Metrics { return a.metrics }
+
+// StatusReporter returns the agent's in-memory status reporter, which holds
+// every pod status the agent published.
+func (a *Agent) StatusReporter() *MemoryStatusReporter { return a.status }
+
+// SourcesReady reports whether every pod source has sent its first snapshot.
+func (a *Agent) SourcesReady() bool { return a.config.SeenAllSources() }
+
+// Housekeepings returns the number of completed housekeeping passes.
+func (a *Agent) Housekeepings() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.housekeepings
+}

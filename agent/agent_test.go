@@ -1,0 +1,93 @@
+package agent_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/podworker/podworkertest"
+	"github.com/podlife/podlife/runtime/fakecri"
+)
+
+func TestNewValidates(t *testing.T) {
+	rt := &faultyRuntime{}
+	for _, tc := range []struct {
+		name string
+		opts agent.Options
+		want string
+	}{
+		{"no runtime", agent.Options{NodeName: "n"}, "Runtime is required"},
+		{"no node", agent.Options{Runtime: rt}, "NodeName is required"},
+		{"negative", agent.Options{Runtime: rt, NodeName: "n", HousekeepingInterval: -1}, "HousekeepingInterval must not be negative"},
+		{"source twice", agent.Options{Runtime: rt, NodeName: "n", ManifestPath: "/x", Sources: []agent.Source{{Name: "file", New: nil}}}, `source "file" given twice`},
+		{"nil admit handler", agent.Options{Runtime: rt, NodeName: "n", AdmitHandlers: []agent.AdmitHandler{nil}}, "AdmitHandlers[0] is nil"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := agent.New(tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+	// The same registry twice: the second agent's metrics cannot register.
+	reg := prometheus.NewRegistry()
+	if _, err := agent.New(agent.Options{Runtime: rt, NodeName: "n", Registerer: reg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.New(agent.Options{Runtime: rt, NodeName: "n", Registerer: reg}); err == nil {
+		t.Fatal("second agent on one registry: no error")
+	}
+}
+
+// A pod admission rejects gets a Failed status with the handler's reason,
+// never reaches a worker nor the runtime, and is not active.
+func TestAdmissionRejects(t *testing.T) {
+	srv := fakecri.New(fakecri.Options{})
+	endpoint, err := srv.StartUnix(t.TempDir() + "/cri.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	dir := t.TempDir()
+	writeManifest(t, dir, "ok.yaml", manifest("ok", 1))
+	writeManifest(t, dir, "big.yaml", manifest("big", 1))
+	ra := startAgentWith(t, endpoint, dir, func(o *agent.Options) {
+		o.AdmitHandlers = []agent.AdmitHandler{
+			agent.AdmitHandlerFunc(func(*agent.AdmitAttributes) agent.AdmitResult { return agent.AdmitResult{Admit: true} }),
+			agent.AdmitHandlerFunc(func(a *agent.AdmitAttributes) agent.AdmitResult {
+				if strings.HasPrefix(a.Pod.Name, "big") {
+					return agent.AdmitResult{Reason: "OutOfMemory", Message: "too big for this node"}
+				}
+				return agent.AdmitResult{Admit: true}
+			}),
+		}
+	})
+	ok, big := ra.podUID(t, "ok"), ra.podUID(t, "big")
+	waitRunning(t, ra, ok)
+	podworkertest.WaitFor(t, waitTimeout, "big rejected", func() bool {
+		st, found := ra.StatusReporter().Status(big)
+		return found && st.Phase == "Failed"
+	})
+	ra.waitHousekeepings(t, 2)
+	st, _ := ra.StatusReporter().Status(big)
+	if st.Reason != "OutOfMemory" || st.Message != "Pod was rejected: too big for this node" {
+		t.Errorf("rejected status: reason %q message %q", st.Reason, st.Message)
+	}
+	if _, known := ra.Workers().PodInfo(big); known {
+		t.Error("the rejected pod reached a pod worker")
+	}
+	if _, inRuntime := runtimePods(t, ra.rt, true)[big]; inRuntime {
+		t.Error("the rejected pod reached the runtime")
+	}
+	if v, _ := ra.pod("big"); v.Lifecycle != "rejected" {
+		t.Errorf("view of the rejected pod: %+v", v)
+	}
+	got := series(t, ra.reg)
+	if got[`kubelet_desired_pods{static="true"}`] != 2 || got[`kubelet_active_pods{static="true"}`] != 1 ||
+		got[`kubelet_restarted_pods_total{static="true"}`] != 0 {
+		t.Errorf("metrics: desired %v active %v restarted %v, want 2 1 0", got[`kubelet_desired_pods{static="true"}`],
+			got[`kubelet_active_pods{static="true"}`], got[`kubelet_restarted_pods_total{static="true"}`])
+	}
+}

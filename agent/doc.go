@@ -1,0 +1,83 @@
+// Package agent composes podlife's parts into the pod lifecycle half of a
+// node agent: the kubelet's sync loop, and nothing more.
+//
+//	sources ──► source.Config ──► handlers ──► podmanager.Manager
+//	(manifest folder,   ADD/UPDATE/   │  admission (AdmitHandler)
+//	 HTTP, API, ...)    DELETE/...    ▼
+//	                              podworker.Workers ──► Syncer ──► runtime.Runtime
+//	runtime.Relister ──► Cache ─────────▲    ▲                    (cri: containerd,
+//	      └─ container events ──────────┘    │                     CRI-O, fakecri)
+//	housekeeping (every 2 s) ────────────────┘  metrics, mirror pods, statuses
+//
+// # Feeding side
+//
+// Config updates are applied on one goroutine, the sync loop:
+//
+//   - ADD: pods are sorted by creation time and added to the pod manager;
+//     a mirror pod becomes an update of its static pod; any other pod is
+//     admitted by Options.AdmitHandlers in order (the first rejection
+//     wins). A rejected pod gets a Failed status ("Pod was rejected: ...")
+//     and never reaches a pod worker; an admitted one is sent as
+//     SyncPodCreate.
+//   - UPDATE and DELETE (a graceful deletion) are sent as SyncPodUpdate.
+//   - REMOVE forgets the pod and kills it, once every source is ready
+//     (before that, housekeeping terminates it as an orphan). A removed mirror
+//     pod becomes an update of its static pod, so that it is created again.
+//   - RECONCILE stores the new status.
+//
+// The relister wakes the worker of every pod whose containers changed.
+//
+// # The Syncer
+//
+// SyncPod keeps a static pod's mirror pod in line (Options.MirrorClient),
+// publishes the status derived from the runtime, and runs the pod through
+// runtime.Runtime.SyncPod; it reports isTerminal once the restart policy says
+// the pod is done. SyncTerminatingPod kills with the worker's grace period,
+// applies the kill's PodStatusFunc, and fails (to be retried by the pod
+// worker) if anything still runs afterwards. SyncTerminatingRuntimePod kills
+// a pod known only to the runtime with a grace period of 1 s and removes
+// it. SyncTerminatedPod removes the pod's containers and sandboxes and
+// publishes the final status. The agent never retries a Syncer call itself:
+// the pod workers do, with back-off, in every state.
+//
+// # Housekeeping
+//
+// Every Options.HousekeepingInterval, once every source has sent its first
+// snapshot, Housekeeping runs the kubelet's HandlePodCleanups: SyncKnownPods
+// with the desired pods (undesired ones are driven to termination, finished
+// ones forgotten), a forced relist and a fresh runtime listing, then
+//
+//   - orphaned mirror pods are deleted, unless their static pod is still
+//     terminating;
+//   - desired and active pods are counted;
+//   - active pods no worker knows (recreated with the same UID while they
+//     terminated) are started again and counted as restarts;
+//   - terminal pods being deleted that no worker knows are sent a kill, so
+//     that they finish;
+//   - runtime pods no worker knows are terminated with a grace period of 1 s
+//     and counted as orphaned runtime pods;
+//   - kubelet_working_pods is set for all 15 label combinations.
+//
+// # Statuses
+//
+// Statuses go to a StatusReporter. The agent always keeps them in a
+// MemoryStatusReporter (Agent.StatusReporter), and also hands them to
+// the one Options.StatusReporter builds. Every reporter must keep the rule
+// that a terminal phase is never published while the pod could still have
+// running containers (MergeStatus). Unlike the kubelet (kubernetes#116484),
+// a terminated static pod gets a terminal phase too.
+//
+// # Ownership
+//
+// New builds everything and starts nothing; Run starts every goroutine and
+// returns only after all of them have returned. Logger, clock and metrics
+// registry are injected; the package has no global state and never uses
+// prometheus.DefaultRegisterer. Pods keep running in the runtime when Run
+// returns: a new agent over the same runtime adopts the desired ones and
+// terminates the others as orphans.
+//
+// # Limits
+//
+// No probes, volumes, init containers, resource management, eviction or
+// events: pod lifecycle only. A client-go StatusReporter is not provided yet.
+package agent

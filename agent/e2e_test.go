@@ -1,0 +1,166 @@
+package agent_test
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/podmanager/source"
+	"github.com/podlife/podlife/podworker"
+	"github.com/podlife/podlife/podworker/podworkertest"
+	"github.com/podlife/podlife/runtime/fakecri"
+)
+
+// env is the runtime an end-to-end flow runs against.
+type env struct {
+	endpoint string
+	// failStops makes the next n stops of containers and sandboxes fail.
+	failStops func(ra *runningAgent, n int)
+}
+
+// TestEndToEnd runs the agent in-process on fakecri over a unix socket and
+// a temporary manifest folder, through the whole lifecycle of static pods.
+func TestEndToEnd(t *testing.T) {
+	srv := fakecri.New(fakecri.Options{Images: []string{testImage}})
+	endpoint, err := srv.StartUnix(filepath.Join(t.TempDir(), "cri.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	runEndToEnd(t, env{
+		endpoint: endpoint,
+		failStops: func(_ *runningAgent, n int) {
+			srv.FailTimes("StopContainer", n, codes.Unavailable)
+			srv.FailTimes("StopPodSandbox", n, codes.Unavailable)
+		},
+	})
+}
+
+// runEndToEnd is the end-to-end flow, shared by fakecri and containerd.
+func runEndToEnd(t *testing.T, e env) {
+	dir := t.TempDir()
+	writeManifest(t, dir, "web.yaml", manifest("web", 1))
+	writeManifest(t, dir, "keep.yaml", manifest("keep", 1))
+	ra := startAgent(t, e.endpoint, dir)
+
+	// Add: the pods run in the runtime.
+	web, keep := ra.podUID(t, "web"), ra.podUID(t, "keep")
+	waitRunning(t, ra, web)
+	waitRunning(t, ra, keep)
+	keepIDs := runningContainerIDs(runtimePods(t, ra.rt, false)[keep])
+
+	// Edit: the old pod is terminated and removed, the new one runs.
+	writeManifest(t, dir, "web.yaml", manifest("web", 1, "serve", "v2"))
+	var web2 types.UID
+	podworkertest.WaitFor(t, waitTimeout, "edited web pod", func() bool {
+		v, ok := ra.pod("web")
+		web2 = v.UID
+		return ok && v.Desired && v.UID != web
+	})
+	waitRunning(t, ra, web2)
+	waitGone(t, ra, web)
+	if st, ok := ra.StatusReporter().Status(web); ok && st.Phase != "Succeeded" && st.Phase != "Failed" {
+		t.Errorf("old web pod's last status: %s, want a terminal phase", st.Phase)
+	}
+	web2IDs := runningContainerIDs(runtimePods(t, ra.rt, false)[web2])
+
+	// Invalid manifests: errors reported, the other pods untouched.
+	writeManifest(t, dir, "bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n  containers: []\n")
+	writeManifest(t, dir, "garbage.yaml", "{{{ not a manifest")
+	podworkertest.WaitFor(t, waitTimeout, "invalid manifests reported", func() bool {
+		return ra.errs.matching(source.ErrInvalidPod) > 0 && ra.errs.matching(source.ErrDecode) > 0
+	})
+	ra.waitHousekeepings(t, 2)
+	if _, ok := ra.pod("bad"); ok {
+		t.Error("the invalid pod reached the agent")
+	}
+	pods := runtimePods(t, ra.rt, false)
+	if got := runningContainerIDs(pods[keep]); !slices.Equal(got, keepIDs) {
+		t.Errorf("keep's containers changed after invalid manifests: %v, want %v", got, keepIDs)
+	}
+	if got := runningContainerIDs(pods[web2]); !slices.Equal(got, web2IDs) {
+		t.Errorf("web's containers changed after invalid manifests: %v, want %v", got, web2IDs)
+	}
+
+	// Delete: the sandbox is gone and the worker forgotten.
+	removeManifest(t, dir, "web.yaml")
+	waitGone(t, ra, web2)
+
+	// Force delete while the runtime fails its stops: the pod still
+	// finishes, because the pod workers retry by themselves.
+	writeManifest(t, dir, "hang.yaml", manifest("hang", 1, "hang"))
+	hang := ra.podUID(t, "hang")
+	waitRunning(t, ra, hang)
+	e.failStops(ra, 2)
+	removeManifest(t, dir, "hang.yaml")
+	podworkertest.WaitFor(t, waitTimeout, "a failed kill", func() bool {
+		info, ok := ra.Workers().PodInfo(hang)
+		return !ok || info.Failures > 0
+	})
+	waitGone(t, ra, hang)
+
+	// Recreated with the same UID while it terminates: it runs again once
+	// the old incarnation finished, counted as a restart.
+	again := manifest("again", 2, "hang")
+	writeManifest(t, dir, "again.yaml", again)
+	againUID := ra.podUID(t, "again")
+	waitRunning(t, ra, againUID)
+	oldIDs := runningContainerIDs(runtimePods(t, ra.rt, false)[againUID])
+	removeManifest(t, dir, "again.yaml")
+	podworkertest.WaitFor(t, waitTimeout, "again terminating", func() bool {
+		info, ok := ra.Workers().PodInfo(againUID)
+		return ok && info.Lifecycle == podworker.LifecycleTerminating
+	})
+	writeManifest(t, dir, "again.yaml", again)
+	podworkertest.WaitFor(t, waitTimeout, "again restarted", func() bool {
+		return series(t, ra.reg)[`kubelet_restarted_pods_total{static="true"}`] == 1
+	})
+	waitRunning(t, ra, againUID)
+	againIDs := runningContainerIDs(runtimePods(t, ra.rt, false)[againUID])
+	if slices.Equal(againIDs, oldIDs) {
+		t.Errorf("again's containers %v were not recreated", againIDs)
+	}
+
+	ra.waitHousekeepings(t, 2)
+	want := expectedSeries(map[string]float64{
+		`kubelet_desired_pods{static="true"}`:                                   2,
+		`kubelet_active_pods{static="true"}`:                                    2,
+		`kubelet_working_pods{config="desired",lifecycle="sync",static="true"}`: 2,
+		`kubelet_restarted_pods_total{static="true"}`:                           1,
+	})
+	if diff := cmp.Diff(want, series(t, ra.reg)); diff != "" {
+		t.Errorf("metrics before the agent restart (-want +got):\n%s", diff)
+	}
+
+	// Agent restart: a pod removed while the agent was down is an orphan
+	// in the runtime; it is terminated and counted. The others are adopted
+	// without a restart.
+	ra.stop(t)
+	removeManifest(t, dir, "keep.yaml")
+	ra2 := startAgent(t, e.endpoint, dir)
+	podworkertest.WaitFor(t, waitTimeout, "orphan counted", func() bool {
+		return series(t, ra2.reg)[`kubelet_orphaned_runtime_pods_total{}`] == 1
+	})
+	waitGone(t, ra2, keep)
+	waitRunning(t, ra2, againUID)
+	ra2.waitHousekeepings(t, 2)
+	if got := runningContainerIDs(runtimePods(t, ra2.rt, false)[againUID]); !slices.Equal(got, againIDs) {
+		t.Errorf("again's containers changed across the agent restart: %v, want %v", got, againIDs)
+	}
+	want = expectedSeries(map[string]float64{
+		`kubelet_desired_pods{static="true"}`:                                   1,
+		`kubelet_active_pods{static="true"}`:                                    1,
+		`kubelet_working_pods{config="desired",lifecycle="sync",static="true"}`: 1,
+		`kubelet_orphaned_runtime_pods_total{}`:                                 1,
+	})
+	if diff := cmp.Diff(want, series(t, ra2.reg)); diff != "" {
+		t.Errorf("metrics after the agent restart (-want +got):\n%s", diff)
+	}
+	if n := len(series(t, ra2.reg)); n != 23 {
+		t.Errorf("%d pod-count series, want 23", n)
+	}
+}

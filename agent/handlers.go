@@ -1,0 +1,207 @@
+package agent
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/podmanager"
+	"github.com/podlife/podlife/podmanager/source"
+	"github.com/podlife/podlife/podworker"
+	"github.com/podlife/podlife/runtime"
+)
+
+// handleUpdate dispatches one merged config update (the kubelet's syncLoop
+// config branch).
+func (a *Agent) handleUpdate(ctx context.Context, u source.PodUpdate) {
+	a.log.V(4).Info("config update", "op", u.Op.String(), "source", u.Source, "pods", len(u.Pods))
+	switch u.Op {
+	case source.ADD:
+		a.handlePodAdditions(ctx, u.Pods)
+	case source.UPDATE, source.DELETE:
+		a.handlePodUpdates(u.Pods)
+	case source.REMOVE:
+		a.handlePodRemoves(u.Pods)
+	case source.RECONCILE:
+		a.handlePodReconcile(u.Pods)
+	}
+}
+
+// handlePodAdditions adds new pods in creation order; a mirror pod becomes an
+// update of its static pod; any other pod is admitted or rejected.
+func (a *Agent) handlePodAdditions(ctx context.Context, pods []*v1.Pod) {
+	pods = slices.Clone(pods)
+	slices.SortStableFunc(pods, func(x, y *v1.Pod) int {
+		return x.CreationTimestamp.Time.Compare(y.CreationTimestamp.Time)
+	})
+	now := a.clock.Now()
+	for _, pod := range pods {
+		a.pods.AddPod(pod)
+		if podmanager.IsMirrorPod(pod) {
+			a.updateStaticOfMirror(pod, now)
+			continue
+		}
+		_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
+		if pod.DeletionTimestamp == nil && !isTerminalPhase(pod.Status.Phase) {
+			attrs := &AdmitAttributes{Pod: pod, OtherPods: a.activePodsExcept(pod)}
+			if r := admit(a.opts.AdmitHandlers, attrs); !r.Admit {
+				a.rejectPod(ctx, pod, mirror, r)
+				continue
+			}
+		}
+		a.log.V(2).Info("pod added", "pod", podRef(pod), "podUID", pod.UID, "static", podmanager.IsStaticPod(pod))
+		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, StartTime: now, Pod: pod, MirrorPod: mirror})
+	}
+}
+
+// rejectPod publishes a Failed status for a pod admission refused; the pod
+// never reaches a worker.
+func (a *Agent) rejectPod(ctx context.Context, pod, mirror *v1.Pod, r AdmitResult) {
+	a.log.Info("pod rejected", "pod", podRef(pod), "podUID", pod.UID, "reason", r.Reason, "message", r.Message)
+	a.mu.Lock()
+	a.rejected[pod.UID] = r
+	a.mu.Unlock()
+	a.publishStatus(ctx, pod, mirror, rejectedStatus(pod, r))
+}
+
+// handlePodUpdates sends spec changes (and graceful deletions) to the
+// workers, translating a mirror pod to its static pod.
+func (a *Agent) handlePodUpdates(pods []*v1.Pod) {
+	now := a.clock.Now()
+	for _, pod := range pods {
+		a.pods.UpdatePod(pod)
+		if podmanager.IsMirrorPod(pod) {
+			a.updateStaticOfMirror(pod, now)
+			continue
+		}
+		if a.isRejected(pod) {
+			continue
+		}
+		_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
+		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate, StartTime: now, Pod: pod, MirrorPod: mirror})
+	}
+}
+
+// handlePodRemoves forgets pods gone from their source and kills them. A
+// removed mirror pod becomes an update of its static pod, so that the mirror
+// is created again.
+func (a *Agent) handlePodRemoves(pods []*v1.Pod) {
+	now := a.clock.Now()
+	for _, pod := range pods {
+		a.pods.RemovePod(pod)
+		if podmanager.IsMirrorPod(pod) {
+			a.updateStaticOfMirror(pod, now)
+			continue
+		}
+		a.mu.Lock()
+		delete(a.rejected, pod.UID)
+		a.mu.Unlock()
+		if !a.config.SeenAllSources() {
+			// The kubelet's deletePod refuses here; housekeeping, which
+			// starts once every source is ready, terminates the pod as an
+			// orphan.
+			a.log.V(2).Info("pod removed before sources are ready, housekeeping will terminate it", "pod", podRef(pod), "podUID", pod.UID)
+			continue
+		}
+		a.log.V(2).Info("pod removed", "pod", podRef(pod), "podUID", pod.UID)
+		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: pod})
+	}
+}
+
+// handlePodReconcile stores status-only changes. podlife has no readiness
+// probes, so no sync is needed for them.
+func (a *Agent) handlePodReconcile(pods []*v1.Pod) {
+	for _, pod := range pods {
+		a.pods.UpdatePod(pod)
+	}
+}
+
+// updateStaticOfMirror sends an update for the static pod of a mirror pod
+// that was added, changed or removed.
+func (a *Agent) updateStaticOfMirror(mirror *v1.Pod, now time.Time) {
+	pod, ok := a.pods.GetPodByMirrorPod(mirror)
+	if !ok || a.isRejected(pod) {
+		return
+	}
+	_, current, _ := a.pods.GetPodAndMirrorPod(pod)
+	a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate, StartTime: now, Pod: pod, MirrorPod: current})
+}
+
+// handleRuntimeEvent wakes the worker of a pod whose containers changed
+// (the kubelet's PLEG branch). It runs on the relister's goroutine and only
+// hands the update off.
+func (a *Agent) handleRuntimeEvent(ev runtime.PodEvent) {
+	if ev.Type == runtime.ContainerRemoved {
+		return
+	}
+	pod, ok := a.pods.GetPodByUID(ev.ID)
+	if !ok || a.isRejected(pod) {
+		return
+	}
+	a.log.V(4).Info("runtime event", "pod", podRef(pod), "podUID", pod.UID, "event", ev.Type)
+	_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
+	a.workers.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: pod, MirrorPod: mirror})
+}
+
+// updatePod sends an update to the workers and remembers the pod for Pods.
+func (a *Agent) updatePod(o podworker.UpdatePodOptions) {
+	a.mu.Lock()
+	switch {
+	case o.Pod != nil:
+		a.tracked[o.Pod.UID] = trackedPod{name: o.Pod.Name, namespace: o.Pod.Namespace}
+	case o.RunningPod != nil:
+		if _, ok := a.tracked[o.RunningPod.ID]; !ok {
+			a.tracked[o.RunningPod.ID] = trackedPod{name: o.RunningPod.Name, namespace: o.RunningPod.Namespace, runtimeOnly: true}
+		}
+	}
+	a.mu.Unlock()
+	a.workers.UpdatePod(o)
+}
+
+func (a *Agent) isRejected(pod *v1.Pod) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.rejected[pod.UID]
+	return ok
+}
+
+// publishStatus hands a status to the in-memory reporter and to the
+// configured one. A failure of the latter is logged: the next sync
+// publishes again.
+func (a *Agent) publishStatus(ctx context.Context, pod, mirror *v1.Pod, st v1.PodStatus) {
+	_ = a.status.SetPodStatus(ctx, pod, mirror, st)
+	if a.report != nil {
+		if err := a.report.SetPodStatus(ctx, pod, mirror, st); err != nil {
+			a.log.Error(err, "publishing pod status failed", "pod", podRef(pod), "podUID", pod.UID)
+		}
+	}
+}
+
+// isPodInactive reports whether a desired pod does not count as active:
+// known to be terminated, or in a terminal phase without a termination
+// request (the kubelet's filterOutInactivePods). A pod admission rejected
+// counts as terminal. The phase the agent published for a pod no worker
+// knows is not used: it belongs to an incarnation that finished, and the
+// pod was created again with the same UID.
+func (a *Agent) isPodInactive(pod *v1.Pod) bool {
+	if a.workers.IsPodKnownTerminated(pod.UID) {
+		return true
+	}
+	terminal := isTerminalPhase(pod.Status.Phase) || a.isRejected(pod)
+	return terminal && !a.workers.IsPodTerminationRequested(pod.UID)
+}
+
+// activePodsExcept returns the active desired pods other than pod.
+func (a *Agent) activePodsExcept(pod *v1.Pod) []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range a.pods.GetPods() {
+		if p.UID != pod.UID && !a.isPodInactive(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func podRef(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }

@@ -1,0 +1,235 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/metrics"
+	"github.com/podlife/podlife/podmanager"
+	"github.com/podlife/podlife/podworker"
+	"github.com/podlife/podlife/runtime"
+)
+
+// housekeepingWarning is the duration of a pass past which it is logged (the
+// kubelet's).
+const housekeepingWarning = time.Second
+
+// HousekeepingResult says what one housekeeping pass did.
+type HousekeepingResult struct {
+	// Desired and Active count non-mirror pods, by static.
+	DesiredStatic, DesiredRegular int
+	ActiveStatic, ActiveRegular   int
+	MirrorPods                    int
+	// RestartedStatic and RestartedRegular count desired pods the workers did
+	// not know that were started again (a pod recreated with the same UID).
+	RestartedStatic, RestartedRegular int
+	// OrphanedRuntimePods counts runtime pods the workers did not know that
+	// were sent to termination.
+	OrphanedRuntimePods int
+	// TerminalPodsToDelete counts terminal pods being deleted, unknown to the
+	// workers, that were sent a kill so that they finish.
+	TerminalPodsToDelete int
+	// OrphanedMirrorPodsDeleted counts mirror pods deleted for lack of a
+	// static pod.
+	OrphanedMirrorPodsDeleted int
+	// WorkingPods are the pod workers by label combination of
+	// kubelet_working_pods.
+	WorkingPods metrics.WorkingPodCounts
+}
+
+// Housekeeping runs one housekeeping pass (the kubelet's HandlePodCleanups,
+// KUBELET-BEHAVIOUR.md §3.2). Run calls it every HousekeepingInterval once
+// every source is ready, on the goroutine that applies config updates; call
+// it directly only when Run is not running (tests).
+func (a *Agent) Housekeeping(ctx context.Context) error {
+	_, err := a.housekeeping(ctx)
+	return err
+}
+
+func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
+	var res HousekeepingResult
+	start := a.clock.Now()
+
+	// The config view.
+	allPods, mirrorPods, orphanedMirrors := a.pods.GetPodsAndMirrorPods()
+
+	// What the workers know; undesired pods are driven to termination and
+	// finished ones forgotten.
+	workingPods := a.workers.SyncKnownPods(allPods)
+
+	// A fresh runtime view: a pod recreated with the same UID must not be
+	// delayed by stale data.
+	if err := a.relist.ForceUpdateIfOlder(ctx, start); err != nil {
+		return res, fmt.Errorf("refresh runtime cache: %w", err)
+	}
+	runningPods, err := a.rt.GetPods(ctx, false)
+	if err != nil {
+		return res, fmt.Errorf("list runtime pods: %w", err)
+	}
+	inRuntime := make(map[types.UID]*runtime.Pod, len(runningPods))
+	for _, rp := range runningPods {
+		inRuntime[rp.ID] = rp
+	}
+
+	// Orphaned mirror pods go, unless their static pod still terminates.
+	if a.opts.MirrorClient != nil {
+		for _, fullName := range orphanedMirrors {
+			if a.workers.IsPodForMirrorPodTerminatingByFullName(fullName) {
+				a.log.V(4).Info("orphaned mirror pod kept while its static pod terminates", "pod", fullName)
+				continue
+			}
+			deleted, err := a.opts.MirrorClient.DeleteMirrorPod(ctx, fullName, nil)
+			if err != nil {
+				a.log.Error(err, "deleting orphaned mirror pod failed", "pod", fullName)
+				continue
+			}
+			if deleted {
+				res.OrphanedMirrorPodsDeleted++
+				a.log.V(2).Info("orphaned mirror pod deleted", "pod", fullName)
+			}
+		}
+	}
+
+	// Desired and active pods.
+	var active []*v1.Pod
+	for _, pod := range allPods {
+		static := podmanager.IsStaticPod(pod)
+		count(static, &res.DesiredStatic, &res.DesiredRegular)
+		if !a.isPodInactive(pod) {
+			active = append(active, pod)
+			count(static, &res.ActiveStatic, &res.ActiveRegular)
+		}
+	}
+	res.MirrorPods = len(mirrorPods)
+	a.metrics.SetDesiredPods(true, res.DesiredStatic)
+	a.metrics.SetDesiredPods(false, res.DesiredRegular)
+	a.metrics.SetActivePods(true, res.ActiveStatic)
+	a.metrics.SetActivePods(false, res.ActiveRegular)
+	a.metrics.SetMirrorPods(res.MirrorPods)
+
+	// Active pods the workers do not know were deleted and recreated with
+	// the same UID while they terminated: start them again.
+	for _, pod := range active {
+		if _, known := workingPods[pod.UID]; known {
+			continue
+		}
+		static := podmanager.IsStaticPod(pod)
+		_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
+		a.log.V(2).Info("pod restarted", "pod", podRef(pod), "podUID", pod.UID, "static", static)
+		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: pod, MirrorPod: mirror})
+		workingPods[pod.UID] = podworker.PodWorkerSync{State: podworker.SyncPod, HasConfig: true, Static: static}
+		count(static, &res.RestartedStatic, &res.RestartedRegular)
+	}
+	a.metrics.AddRestartedPods(true, res.RestartedStatic)
+	a.metrics.AddRestartedPods(false, res.RestartedRegular)
+
+	// Terminal pods being deleted that no worker knows and that do not run:
+	// a kill lets them finish (and their API object go).
+	for _, pod := range allPods {
+		if pod.DeletionTimestamp == nil || !(isTerminalPhase(pod.Status.Phase) || a.isRejected(pod)) {
+			continue
+		}
+		if _, known := workingPods[pod.UID]; known {
+			continue
+		}
+		if _, running := inRuntime[pod.UID]; running {
+			continue
+		}
+		res.TerminalPodsToDelete++
+		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: pod})
+	}
+
+	// Runtime pods the workers do not know: terminate them.
+	for _, rp := range runningPods {
+		if _, known := workingPods[rp.ID]; known {
+			continue
+		}
+		a.log.Info("terminating orphaned runtime pod", "pod", rp.Namespace+"/"+rp.Name, "podUID", rp.ID)
+		one := int64(1)
+		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, RunningPod: rp,
+			KillPodOptions: &podworker.KillPodOptions{PodTerminationGracePeriodSecondsOverride: &one}})
+		workingPods[rp.ID] = podworker.PodWorkerSync{State: podworker.TerminatingPod, Orphan: true}
+		res.OrphanedRuntimePods++
+	}
+	a.metrics.AddOrphanedRuntimePods(res.OrphanedRuntimePods)
+
+	// kubelet_working_pods, every valid combination.
+	res.WorkingPods = metrics.WorkingPodCounts{}
+	for _, s := range workingPods {
+		res.WorkingPods.Inc(metrics.WorkingPodKeyFor(s.State.String(), s.Orphan, s.HasConfig, s.Static))
+	}
+	if err := a.metrics.SetWorkingPods(res.WorkingPods); err != nil {
+		a.log.Error(err, "programmer error: invalid working pod combination")
+	}
+
+	a.republishRejected(ctx)
+	a.forgetFinished(workingPods)
+	a.mu.Lock()
+	a.housekeepings++
+	a.mu.Unlock()
+	if d := a.clock.Since(start); d > housekeepingWarning {
+		a.log.Info("housekeeping took long", "duration", d)
+	}
+	return res, nil
+}
+
+// forgetFinished drops what the agent remembers of pods that neither the
+// workers nor the pod manager know any more.
+func (a *Agent) forgetFinished(workingPods map[types.UID]podworker.PodWorkerSync) {
+	var gone []types.UID
+	a.mu.Lock()
+	for uid := range a.tracked {
+		if _, known := workingPods[uid]; known {
+			continue
+		}
+		if _, desired := a.pods.GetPodByUID(uid); desired {
+			continue
+		}
+		gone = append(gone, uid)
+		delete(a.tracked, uid)
+	}
+	for uid := range a.rejected {
+		if _, desired := a.pods.GetPodByUID(uid); !desired {
+			delete(a.rejected, uid)
+			gone = append(gone, uid)
+		}
+	}
+	a.mu.Unlock()
+	for _, uid := range gone {
+		a.cache.Delete(uid)
+		a.status.Delete(uid)
+	}
+}
+
+// republishRejected publishes again the Failed status of rejected pods that
+// a reporter held back: before the first SyncKnownPods, the workers cannot
+// tell that an unknown pod has no running containers.
+func (a *Agent) republishRejected(ctx context.Context) {
+	a.mu.Lock()
+	rejected := make(map[types.UID]AdmitResult, len(a.rejected))
+	for uid, r := range a.rejected {
+		rejected[uid] = r
+	}
+	a.mu.Unlock()
+	for uid, r := range rejected {
+		if p, ok := a.status.phase(uid); ok && p == v1.PodFailed {
+			continue
+		}
+		if pod, ok := a.pods.GetPodByUID(uid); ok {
+			_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
+			a.publishStatus(ctx, pod, mirror, rejectedStatus(pod, r))
+		}
+	}
+}
+
+func count(static bool, ifStatic, ifRegular *int) {
+	if static {
+		*ifStatic++
+	} else {
+		*ifRegular++
+	}
+}

@@ -1,0 +1,189 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/podmanager"
+	"github.com/podlife/podlife/podmanager/source"
+	"github.com/podlife/podlife/runtime"
+)
+
+// Defaults of Options.
+const (
+	// DefaultHousekeepingInterval is the kubelet's housekeeping period.
+	DefaultHousekeepingInterval = 2 * time.Second
+	// DefaultRelistInterval is the period of the runtime relist (the
+	// kubelet's PLEG period).
+	DefaultRelistInterval = runtime.DefaultRelistInterval
+)
+
+// Runner is a long-running part of an agent, such as a pod source: Run
+// blocks until ctx is done.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
+// Source is a pod source the agent runs besides its manifest folder (an HTTP
+// URL, the API server, a channel the embedding program pushes into).
+type Source struct {
+	// Name is the source name stamped in kubernetes.io/config.source
+	// (podmanager.HTTPSource, podmanager.APISource, ...). Pods of any source
+	// other than podmanager.APISource are static pods. Required, unique.
+	Name string
+	// New builds the source around the sink its snapshots must go to. It is
+	// called once, by agent.New; the returned Runner is run by Agent.Run.
+	New func(sink source.Sink) (Runner, error)
+}
+
+// Options configure an Agent. Every field but Runtime and NodeName is
+// optional; the zero value of each means its documented default.
+type Options struct {
+	// Runtime runs the pods (runtime/cri over containerd, CRI-O or fakecri).
+	// Required. The agent does not close it.
+	Runtime runtime.Runtime
+	// NodeName is this node's name: static pods are named <name>-<NodeName>.
+	// Required; a DNS-1123 subdomain.
+	NodeName string
+
+	// ManifestPath is a folder (or a single file) of static pod manifests.
+	// Default "": no file source.
+	ManifestPath string
+	// ManifestResyncInterval is the period of the manifest folder's full
+	// re-read that backs up its file watch. Default 20s
+	// (source.DefaultFileResync).
+	ManifestResyncInterval time.Duration
+	// Sources are further pod sources. Default: none. An agent with neither
+	// ManifestPath nor Sources runs no pod, but still terminates the pods
+	// it finds in the runtime.
+	Sources []Source
+	// OnSourceError is called for every manifest or pod a source (or the
+	// merge of sources) rejects, with a *source.Error. Default: the error is
+	// only logged.
+	OnSourceError func(error)
+
+	// AdmitHandlers decide, in order, whether a new pod may run; the first
+	// rejection wins. A rejected pod gets a Failed status with the handler's
+	// reason and never reaches a pod worker. Default: every pod is admitted.
+	AdmitHandlers []AdmitHandler
+
+	// MirrorClient creates and deletes the mirror pods of static pods in the
+	// API server (podmanager/kubemirror). Default nil: no mirror pods.
+	MirrorClient podmanager.MirrorClient
+	// StatusReporter, when set, builds a reporter that receives every pod
+	// status besides the agent's own in-memory one (see StatusReporter).
+	// It is called once, by agent.New. Default nil: statuses are kept in
+	// memory only (Agent.Status, Agent.Pods).
+	StatusReporter func(pods PodStateProvider) (StatusReporter, error)
+
+	// Registerer receives the pod lifecycle metrics (package metrics). The
+	// agent never uses prometheus.DefaultRegisterer. Default nil: no metrics.
+	Registerer prometheus.Registerer
+	// MetricsNamespace prefixes every metric name. Default "kubelet"
+	// (metrics.DefaultNamespace), for kubelet dashboards.
+	MetricsNamespace string
+
+	// Logger receives the agent's logs: errors, V(2) pod lifecycle
+	// transitions, V(4) detail. The zero value discards.
+	Logger logr.Logger
+	// Clock drives every timer of the agent: housekeeping, relist, pod
+	// worker resyncs and back-offs, the manifest re-read. Default: the real
+	// clock.
+	Clock clock.WithTicker
+
+	// HousekeepingInterval is the period of the housekeeping pass (see
+	// Agent.Housekeeping). Default 2s.
+	HousekeepingInterval time.Duration
+	// RelistInterval is the period of the runtime relist that refreshes the
+	// status cache and wakes the pods whose containers changed. Every pod
+	// transition waits for a relist newer than the previous sync, so this
+	// bounds the latency of each step. Default 1s.
+	RelistInterval time.Duration
+	// ResyncInterval is how often a running pod is synced again
+	// (podworker.Options.ResyncInterval). Default 1m.
+	ResyncInterval time.Duration
+	// BackOffPeriod is the delay before a failed Syncer call is retried
+	// (podworker.Options.BackOffPeriod). Default 10s.
+	BackOffPeriod time.Duration
+	// MaxBackOffPeriod, when larger than BackOffPeriod, makes the retry delay
+	// double with each consecutive failure of a pod up to this value.
+	// Default: equal to BackOffPeriod.
+	MaxBackOffPeriod time.Duration
+	// StatusWaitTimeout bounds a pod worker's wait for a status newer than
+	// its previous sync (podworker.Options.StatusWaitTimeout). Default 30s.
+	StatusWaitTimeout time.Duration
+}
+
+// withDefaults returns a copy of o with every default applied.
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.ManifestResyncInterval == 0 {
+		o.ManifestResyncInterval = source.DefaultFileResync
+	}
+	if o.HousekeepingInterval == 0 {
+		o.HousekeepingInterval = DefaultHousekeepingInterval
+	}
+	if o.RelistInterval == 0 {
+		o.RelistInterval = DefaultRelistInterval
+	}
+	return o
+}
+
+// validate rejects options that cannot work.
+func (o Options) validate() error {
+	var errs []error
+	if o.Runtime == nil {
+		errs = append(errs, errors.New("Runtime is required"))
+	}
+	if o.NodeName == "" {
+		errs = append(errs, errors.New("NodeName is required"))
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"ManifestResyncInterval", o.ManifestResyncInterval},
+		{"HousekeepingInterval", o.HousekeepingInterval},
+		{"RelistInterval", o.RelistInterval},
+		{"ResyncInterval", o.ResyncInterval},
+		{"BackOffPeriod", o.BackOffPeriod},
+		{"MaxBackOffPeriod", o.MaxBackOffPeriod},
+		{"StatusWaitTimeout", o.StatusWaitTimeout},
+	} {
+		if d.d < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", d.name, d.d))
+		}
+	}
+	names := map[string]bool{}
+	if o.ManifestPath != "" {
+		names[podmanager.FileSource] = true
+	}
+	for i, s := range o.Sources {
+		switch {
+		case s.Name == "":
+			errs = append(errs, fmt.Errorf("Sources[%d]: Name is required", i))
+		case names[s.Name]:
+			errs = append(errs, fmt.Errorf("Sources[%d]: source %q given twice", i, s.Name))
+		case s.New == nil:
+			errs = append(errs, fmt.Errorf("Sources[%d] (%s): New is required", i, s.Name))
+		}
+		names[s.Name] = true
+	}
+	for i, h := range o.AdmitHandlers {
+		if h == nil {
+			errs = append(errs, fmt.Errorf("AdmitHandlers[%d] is nil", i))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("agent: invalid options: %w", err)
+	}
+	return nil
+}

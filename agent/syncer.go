@@ -1,0 +1,132 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/podmanager"
+	"github.com/podlife/podlife/podworker"
+	"github.com/podlife/podlife/runtime"
+)
+
+// ErrStillRunning is wrapped by SyncTerminatingPod when a container or sandbox
+// of the pod still runs after the kill; the pod worker retries.
+var ErrStillRunning = errors.New("pod still has running containers after kill")
+
+// syncer is the runtime-backed podworker.Syncer of an Agent.
+type syncer struct {
+	a *Agent
+}
+
+var _ podworker.Syncer = (*syncer)(nil)
+
+// SyncPod implements podworker.Syncer: it keeps the mirror pod of a static
+// pod in line, publishes the pod's status, and makes the runtime run the pod.
+// It reports isTerminal once the restart policy says the pod is done.
+func (s *syncer) SyncPod(ctx context.Context, updateType podworker.SyncPodType, pod, mirrorPod *v1.Pod, podStatus *runtime.PodStatus) (bool, error) {
+	a := s.a
+	log := a.log.WithValues("pod", podRef(pod), "podUID", pod.UID)
+	if updateType == podworker.SyncPodCreate {
+		if seen, err := time.Parse(time.RFC3339Nano, pod.Annotations[podmanager.ConfigFirstSeenAnnotationKey]); err == nil {
+			a.metrics.ObservePodWorkerStartDuration(a.clock.Since(seen))
+		}
+		log.V(2).Info("pod starting", "containers", len(pod.Spec.Containers))
+	}
+	if podmanager.IsStaticPod(pod) && a.opts.MirrorClient != nil {
+		// As the kubelet: a mirror problem never blocks the pod itself.
+		if err := podmanager.ReconcileMirrorPod(ctx, a.opts.MirrorClient, pod, mirrorPod); err != nil {
+			log.Error(err, "mirror pod not reconciled")
+		}
+	}
+	st := generateStatus(pod, podStatus, false)
+	a.publishStatus(ctx, pod, mirrorPod, st)
+	if isTerminalPhase(st.Phase) {
+		log.V(2).Info("pod reached a terminal phase", "phase", st.Phase)
+		return true, nil
+	}
+	if err := a.rt.SyncPod(ctx, pod, podStatus); err != nil {
+		return false, fmt.Errorf("sync pod %s: %w", podRef(pod), err)
+	}
+	return false, nil
+}
+
+// SyncTerminatingPod implements podworker.Syncer: it kills every container of
+// the pod with gracePeriod and fails unless nothing runs afterwards.
+func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.PodStatus, gracePeriod *int64, podStatusFn func(*v1.PodStatus)) error {
+	a := s.a
+	gp := int64(-1)
+	if gracePeriod != nil {
+		gp = *gracePeriod
+	}
+	a.log.V(2).Info("pod terminating", "pod", podRef(pod), "podUID", pod.UID, "gracePeriod", gp)
+	if err := a.rt.KillPod(ctx, pod, nil, gracePeriod); err != nil {
+		return fmt.Errorf("kill pod %s: %w", podRef(pod), err)
+	}
+	after, err := a.rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return fmt.Errorf("read status of killed pod %s: %w", podRef(pod), err)
+	}
+	if after.HasRunningContainers() || after.HasReadySandbox() {
+		return fmt.Errorf("pod %s: %w", podRef(pod), ErrStillRunning)
+	}
+	st := generateStatus(pod, after, false)
+	if podStatusFn != nil {
+		podStatusFn(&st)
+	}
+	_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
+	a.publishStatus(ctx, pod, mirror, st)
+	a.log.V(2).Info("pod terminated", "pod", podRef(pod), "podUID", pod.UID)
+	return nil
+}
+
+// SyncTerminatingRuntimePod implements podworker.Syncer: it kills a pod known
+// only to the runtime with a grace period of 1 s, then removes what is left of
+// it (best effort: it has no spec, nothing will ever sync it again).
+func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, runningPod *runtime.Pod) error {
+	a := s.a
+	ref := runningPod.Namespace + "/" + runningPod.Name
+	a.log.V(2).Info("orphaned runtime pod terminating", "pod", ref, "podUID", runningPod.ID, "gracePeriod", 1)
+	one := int64(1)
+	if err := a.rt.KillPod(ctx, nil, runningPod, &one); err != nil {
+		return fmt.Errorf("kill runtime pod %s: %w", ref, err)
+	}
+	if err := a.rt.RemovePod(ctx, runningPod); err != nil {
+		a.log.Error(err, "removing orphaned runtime pod failed", "pod", ref, "podUID", runningPod.ID)
+	}
+	a.cache.Delete(runningPod.ID)
+	a.log.V(2).Info("orphaned runtime pod terminated", "pod", ref, "podUID", runningPod.ID)
+	return nil
+}
+
+// SyncTerminatedPod implements podworker.Syncer: it removes the containers
+// and sandboxes of the pod and publishes its final, terminal status.
+func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.PodStatus) error {
+	a := s.a
+	rp := &runtime.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	if err := a.rt.RemovePod(ctx, rp); err != nil {
+		if errors.Is(err, runtime.ErrFailedPrecondition) {
+			// Something runs again (a runtime restarted it behind our
+			// back): stop it, and retry the removal next time.
+			one := int64(1)
+			if kerr := a.rt.KillPod(ctx, pod, nil, &one); kerr != nil {
+				err = errors.Join(err, kerr)
+			}
+		}
+		return fmt.Errorf("remove pod %s: %w", podRef(pod), err)
+	}
+	st := generateStatus(pod, podStatus, true)
+	mirror, _ := a.pods.GetMirrorPodByPod(pod)
+	_ = a.status.PodFinished(ctx, pod, mirror, st)
+	if a.report != nil {
+		if err := a.report.PodFinished(ctx, pod, mirror, st); err != nil {
+			return fmt.Errorf("publish final status of %s: %w", podRef(pod), err)
+		}
+	}
+	a.cache.Delete(pod.UID)
+	a.log.V(2).Info("pod finished", "pod", podRef(pod), "podUID", pod.UID, "phase", st.Phase)
+	return nil
+}

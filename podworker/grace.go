@@ -23,19 +23,22 @@ const MinGracePeriodSeconds int64 = 1
 // spec); the result is at least MinGracePeriodSeconds. So the grace period
 // can only shrink. shortened reports that an already set value changed.
 func EffectiveGracePeriod(current int64, pod *v1.Pod, override *int64) (gracePeriod int64, shortened bool) {
-	gp := current
-	applied := false
-	if pod != nil && pod.DeletionGracePeriodSeconds != nil {
-		if v := *pod.DeletionGracePeriodSeconds; gp == 0 || v < gp {
-			gp, applied = v, true
+	// "Set" is tracked apart from the value: the kubelet treats a working
+	// value of 0 as "nothing set yet", so after a deletion grace period of 0
+	// a later, longer override would win and the grace period would grow.
+	gp, set := current, current != 0
+	take := func(v int64) {
+		if !set || v < gp {
+			gp, set = v, true
 		}
+	}
+	if pod != nil && pod.DeletionGracePeriodSeconds != nil {
+		take(*pod.DeletionGracePeriodSeconds)
 	}
 	if override != nil {
-		if v := *override; gp == 0 || v < gp {
-			gp, applied = v, true
-		}
+		take(*override)
 	}
-	if !applied && gp == 0 && pod != nil {
+	if !set && pod != nil {
 		if pod.Spec.TerminationGracePeriodSeconds != nil {
 			gp = *pod.Spec.TerminationGracePeriodSeconds
 		} else {

@@ -39,6 +39,11 @@ func TestEffectiveGracePeriod(t *testing.T) {
 		{"spec does not apply once set", 5, spec(i64(1), nil), nil, 5, false},
 		{"same value is not a shortening", 10, spec(i64(30), i64(10)), nil, 10, false},
 		{"force delete from one stays one", 1, spec(i64(30), i64(0)), nil, 1, false},
+		// Regression (found by FuzzEffectiveGracePeriodNeverGrows; the
+		// kubelet has the same arithmetic): a deletion grace period of 0
+		// must not let a longer override through.
+		{"zero deletion grace then longer override", 1, spec(i64(30), i64(0)), i64(7), 1, false},
+		{"zero deletion grace then longer override, first kill", 0, spec(i64(30), i64(0)), i64(7), 1, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

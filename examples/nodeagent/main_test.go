@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/podworker/podworkertest"
+)
+
+func TestFlags(t *testing.T) {
+	if _, err := parseFlags([]string{"--kubeconfig", "/x"}, io.Discard); !errors.Is(err, errKubeconfigUnsupported) {
+		t.Errorf("--kubeconfig: %v, want the not-supported error", err)
+	}
+	if _, err := parseFlags([]string{"--demo", "--cri-endpoint", "unix:///x.sock"}, io.Discard); err == nil {
+		t.Error("--demo with --cri-endpoint: no error")
+	}
+	c, err := parseFlags(nil, io.Discard)
+	if err != nil || c.listen != "127.0.0.1:10255" || c.manifests != "examples/nodeagent/manifests" {
+		t.Errorf("defaults: %+v, %v", c, err)
+	}
+	if code := run([]string{"--kubeconfig", "/x"}, io.Discard, io.Discard); code != 2 {
+		t.Errorf("exit code with --kubeconfig: %d, want 2", code)
+	}
+}
+
+// The endpoints of the agent over the shipped manifests.
+func TestEndpoints(t *testing.T) {
+	rt, _, closeRuntime, err := openRuntime("", testr.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRuntime()
+	reg := prometheus.NewRegistry()
+	a, err := agent.New(agent.Options{Runtime: rt, NodeName: "test", ManifestPath: filepath.Join("manifests"),
+		Registerer: reg, RelistInterval: 50 * time.Millisecond, HousekeepingInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	srv := httptest.NewServer(newMux(a, reg))
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	podworkertest.WaitFor(t, 20*time.Second, "web and logging running, hello-job finished", func() bool {
+		_, body := get("/debug/pods")
+		var pods []debugPod
+		if err := json.Unmarshal([]byte(body), &pods); err != nil {
+			t.Fatalf("/debug/pods: %v\n%s", err, body)
+		}
+		state := map[string]string{}
+		for _, p := range pods {
+			state[p.Name] = p.Lifecycle + "/" + string(p.Phase)
+		}
+		return state["web-test"] == "syncing/Running" && state["logging-test"] == "syncing/Running" &&
+			state["hello-job-test"] == "finished/Succeeded"
+	})
+	if code, body := get("/healthz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	podworkertest.WaitFor(t, 20*time.Second, "metrics", func() bool {
+		_, body := get("/metrics")
+		return strings.Contains(body, `kubelet_desired_pods{static="true"} 3`) &&
+			strings.Contains(body, `kubelet_working_pods{config="desired",lifecycle="terminated",static="true"} 1`)
+	})
+}
+
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the demo takes about 10 s")
+	}
+	var out bytes.Buffer
+	ok, err := runDemo(context.Background(), &out, testr.New(t))
+	if err != nil || !ok {
+		t.Fatalf("demo: ok=%v err=%v\n%s", ok, err, out.String())
+	}
+	for _, want := range []string{"PASS: all", "orphaned runtime pod found at start-up", "kubelet_orphaned_runtime_pods_total          1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

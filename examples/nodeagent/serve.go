@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/runtime"
+	"github.com/podlife/podlife/runtime/cri"
+	"github.com/podlife/podlife/runtime/fakecri"
+)
+
+// openRuntime connects to the CRI endpoint, or starts an embedded fakecri
+// server when there is none. close releases both.
+func openRuntime(endpoint string, log logr.Logger) (rt *cri.Runtime, srv *fakecri.Server, closeFn func(), err error) {
+	opts := cri.Options{Endpoint: endpoint, Logger: log.WithName("cri")}
+	if endpoint == "" {
+		srv = fakecri.New(fakecri.Options{Logger: log.WithName("fakecri")})
+		if err := srv.StartInMemory(); err != nil {
+			return nil, nil, nil, fmt.Errorf("start embedded runtime: %w", err)
+		}
+		opts.Endpoint, opts.Dialer = "embedded-fakecri", srv.DialContext
+	}
+	rt, err = cri.New(opts)
+	if err != nil {
+		if srv != nil {
+			srv.Stop()
+		}
+		return nil, nil, nil, err
+	}
+	return rt, srv, func() {
+		_ = rt.Close()
+		if srv != nil {
+			srv.Stop()
+		}
+	}, nil
+}
+
+// serve runs the agent and its HTTP endpoints until ctx is done.
+func serve(ctx context.Context, c config, log logr.Logger) error {
+	rt, _, closeRuntime, err := openRuntime(c.criEndpoint, log)
+	if err != nil {
+		return err
+	}
+	defer closeRuntime()
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	v, err := rt.Version(vctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("runtime %s: %w", displayEndpoint(c.criEndpoint), err)
+	}
+	log.Info("runtime connected", "endpoint", displayEndpoint(c.criEndpoint), "runtime", v.RuntimeName, "version", v.RuntimeVersion)
+	if _, err := os.Stat(c.manifests); err != nil {
+		log.Info("manifest folder not readable yet; watching for it", "path", c.manifests, "error", err.Error())
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a, err := agent.New(agent.Options{
+		Runtime:      rt,
+		NodeName:     c.nodeName,
+		ManifestPath: c.manifests,
+		Registerer:   reg,
+		Logger:       log.WithName("agent"),
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: newMux(a, reg), ReadHeaderTimeout: 5 * time.Second}
+	log.Info("serving", "address", "http://"+ln.Addr().String(), "endpoints", "/metrics /healthz /debug/pods")
+
+	var wg sync.WaitGroup
+	httpErr := make(chan error, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			httpErr <- err
+		}
+	}()
+	runCtx, stopAgent := context.WithCancel(ctx)
+	defer stopAgent()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case err := <-httpErr:
+			log.Error(err, "http server failed")
+			stopAgent()
+		case <-runCtx.Done():
+		}
+	}()
+	runErr := a.Run(runCtx)
+	stopAgent()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	wg.Wait()
+	log.Info("shut down")
+	return runErr
+}
+
+func displayEndpoint(e string) string {
+	if e == "" {
+		return "embedded fakecri"
+	}
+	return e
+}
+
+// newMux serves /metrics, /healthz and /debug/pods.
+func newMux(a *agent.Agent, reg *prometheus.Registry) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !a.SourcesReady() {
+			http.Error(w, "starting: pod sources not read yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /debug/pods", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(debugPods(a.Pods()))
+	})
+	return mux
+}
+
+// debugPod is one pod of /debug/pods: the agent's view plus a readable time
+// in state.
+type debugPod struct {
+	agent.PodView
+	TimeInState string `json:"timeInState,omitempty"`
+}
+
+func debugPods(views []agent.PodView) []debugPod {
+	out := make([]debugPod, 0, len(views))
+	for _, v := range views {
+		d := debugPod{PodView: v}
+		if v.TimeInState > 0 {
+			d.TimeInState = v.TimeInState.Round(time.Millisecond).String()
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+var _ runtime.Runtime = (*cri.Runtime)(nil)

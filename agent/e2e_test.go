@@ -45,6 +45,9 @@ func runEndToEnd(t *testing.T, e env) {
 	dir := t.TempDir()
 	writeManifest(t, dir, "web.yaml", manifest("web", 1))
 	writeManifest(t, dir, "keep.yaml", manifest("keep", 1))
+	// Pods already running in the runtime (left by an earlier run) are
+	// orphans to the agent.
+	preexisting := float64(len(runtimePods(t, newRuntime(t, e.endpoint), false)))
 	ra := startAgent(t, e.endpoint, dir)
 
 	// Add: the pods run in the runtime.
@@ -131,6 +134,7 @@ func runEndToEnd(t *testing.T, e env) {
 		`kubelet_active_pods{static="true"}`:                                    2,
 		`kubelet_working_pods{config="desired",lifecycle="sync",static="true"}`: 2,
 		`kubelet_restarted_pods_total{static="true"}`:                           1,
+		`kubelet_orphaned_runtime_pods_total{}`:                                 preexisting,
 	})
 	if diff := cmp.Diff(want, series(t, ra.reg)); diff != "" {
 		t.Errorf("metrics before the agent restart (-want +got):\n%s", diff)
@@ -141,9 +145,14 @@ func runEndToEnd(t *testing.T, e env) {
 	// without a restart.
 	ra.stop(t)
 	removeManifest(t, dir, "keep.yaml")
+	// keep, and whatever else runs that is not again.
+	orphans := float64(len(runtimePods(t, ra.rt, false)) - 1)
+	if orphans < 1 {
+		t.Fatalf("%v orphans in the runtime, want keep at least", orphans)
+	}
 	ra2 := startAgent(t, e.endpoint, dir)
-	podworkertest.WaitFor(t, waitTimeout, "orphan counted", func() bool {
-		return series(t, ra2.reg)[`kubelet_orphaned_runtime_pods_total{}`] == 1
+	podworkertest.WaitFor(t, waitTimeout, "orphans counted", func() bool {
+		return series(t, ra2.reg)[`kubelet_orphaned_runtime_pods_total{}`] == orphans
 	})
 	waitGone(t, ra2, keep)
 	waitRunning(t, ra2, againUID)
@@ -155,12 +164,22 @@ func runEndToEnd(t *testing.T, e env) {
 		`kubelet_desired_pods{static="true"}`:                                   1,
 		`kubelet_active_pods{static="true"}`:                                    1,
 		`kubelet_working_pods{config="desired",lifecycle="sync",static="true"}`: 1,
-		`kubelet_orphaned_runtime_pods_total{}`:                                 1,
+		`kubelet_orphaned_runtime_pods_total{}`:                                 orphans,
 	})
 	if diff := cmp.Diff(want, series(t, ra2.reg)); diff != "" {
 		t.Errorf("metrics after the agent restart (-want +got):\n%s", diff)
 	}
 	if n := len(series(t, ra2.reg)); n != 23 {
 		t.Errorf("%d pod-count series, want 23", n)
+	}
+
+	// Leave the runtime as it was found.
+	removeManifest(t, dir, "again.yaml")
+	waitGone(t, ra2, againUID)
+	left := runtimePods(t, ra2.rt, true)
+	for _, uid := range []types.UID{web, web2, keep, hang, againUID} {
+		if _, ok := left[uid]; ok {
+			t.Errorf("pod %s left in the runtime", uid)
+		}
 	}
 }

@@ -119,13 +119,22 @@ func startAgent(t *testing.T, endpoint, dir string) *runningAgent {
 	return startAgentWith(t, endpoint, dir, nil)
 }
 
-// startAgentWith is startAgent with options changed by edit.
-func startAgentWith(t *testing.T, endpoint, dir string, edit func(*agent.Options)) *runningAgent {
+// newRuntime returns a CRI client of endpoint, closed when the test ends.
+func newRuntime(t *testing.T, endpoint string) *cri.Runtime {
 	t.Helper()
 	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 20 * time.Second, CgroupParent: "/podlife-test", Logger: testr.NewWithOptions(t, testr.Options{Verbosity: 1})})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = rt.Close() })
+	return rt
+}
+
+// startAgentWith is startAgent with options changed by edit.
+func startAgentWith(t *testing.T, endpoint, dir string, edit func(*agent.Options)) *runningAgent {
+	t.Helper()
+	rt := newRuntime(t, endpoint)
+	var err error
 	ra := &runningAgent{rt: &faultyRuntime{Runtime: rt}, reg: prometheus.NewRegistry(), errs: &errorLog{}, done: make(chan error, 1)}
 	opts := agent.Options{
 		Runtime:              ra.rt,
@@ -149,7 +158,7 @@ func startAgentWith(t *testing.T, endpoint, dir string, edit func(*agent.Options
 	ctx, cancel := context.WithCancel(context.Background())
 	ra.cancel = cancel
 	go func() { ra.done <- ra.Run(ctx) }()
-	t.Cleanup(func() { ra.stop(t); _ = rt.Close() })
+	t.Cleanup(func() { ra.stop(t) })
 	return ra
 }
 

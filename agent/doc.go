@@ -62,7 +62,10 @@
 //
 // Statuses go to a StatusReporter. The agent always keeps them in a
 // MemoryStatusReporter (Agent.StatusReporter), and also hands them to
-// the one Options.StatusReporter builds. Every reporter must keep the rule
+// the one Options.StatusReporter builds, for example an APIStatusReporter,
+// which writes them to the API server (a static pod's through its mirror pod)
+// and deletes a pod being deleted only once it has finished. Every reporter
+// must keep the rule
 // that a terminal phase is never published while the pod could still have
 // running containers (MergeStatus). Unlike the kubelet (kubernetes#116484),
 // a terminated static pod gets a terminal phase too.
@@ -79,5 +82,5 @@
 // # Limits
 //
 // No probes, volumes, init containers, resource management, eviction or
-// events: pod lifecycle only. A client-go StatusReporter is not provided yet.
+// events: pod lifecycle only.
 package agent

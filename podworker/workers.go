@@ -408,6 +408,9 @@ func (w *Workers) podLoop(uid types.UID, rec *podRecord) {
 			rec.running = false
 			rec.releaseCtxLocked()
 			next := w.staticEffectsLocked(rec, eff)
+			if eff.Finished {
+				rec.dueAt = 0
+			}
 			if eff.Waiting {
 				// The full name's holder kicks us when it finishes; this is
 				// only a safety net.
@@ -461,6 +464,9 @@ func (w *Workers) podLoop(uid types.UID, rec *podRecord) {
 		if eff.Forget {
 			delete(sh.pods, uid)
 			w.count.Add(-1)
+		}
+		if eff.Finished {
+			rec.dueAt = 0 // nothing is ever re-delivered to a finished pod
 		}
 		next := w.staticEffectsLocked(rec, eff)
 		stop := eff.Forget || eff.Finished || !rec.m.HasPending()

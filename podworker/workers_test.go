@@ -168,6 +168,9 @@ func TestLifecycleCreateKillFinish(t *testing.T) {
 		t.Fatal("CompletedCh not closed")
 	}
 	h.lifecycle("u1", podworker.LifecycleFinished)
+	if info, _ := h.w.PodInfo("u1"); !info.NextAttempt.IsZero() {
+		t.Errorf("a finished pod has a next attempt at %v", info.NextAttempt)
+	}
 	calls := h.f.CallsFor("u1")
 	if calls[0].UpdateType != podworker.SyncPodCreate || calls[1].GracePeriod != 30 {
 		t.Errorf("calls = %v", calls)

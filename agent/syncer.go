@@ -36,6 +36,13 @@ func (s *syncer) SyncPod(ctx context.Context, updateType podworker.SyncPodType, 
 		}
 		log.V(2).Info("pod starting", "containers", len(pod.Spec.Containers))
 	}
+	if podmanager.IsStaticPod(pod) {
+		// The pod workers remember the last mirror pod they were given
+		// when an update carries none (as the kubelet does), so a mirror
+		// deleted in the API would never be recreated: ask the pod manager,
+		// which knows the current one.
+		mirrorPod, _ = a.pods.GetMirrorPodByPod(pod)
+	}
 	if podmanager.IsStaticPod(pod) && a.opts.MirrorClient != nil {
 		// As the kubelet: a mirror problem never blocks the pod itself.
 		if err := podmanager.ReconcileMirrorPod(ctx, a.opts.MirrorClient, pod, mirrorPod); err != nil {

@@ -40,10 +40,6 @@ type config struct {
 	verbosity   int
 }
 
-// errKubeconfigUnsupported is the answer to --kubeconfig.
-var errKubeconfigUnsupported = errors.New("--kubeconfig is not supported yet: mirror pods, API statuses and the api source " +
-	"need a client-go StatusReporter that the agent package does not have yet; run without --kubeconfig")
-
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("nodeagent", flag.ContinueOnError)
@@ -52,7 +48,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.criEndpoint, "cri-endpoint", "", `CRI runtime socket, e.g. unix:///run/containerd/containerd.sock (default: an embedded fakecri runtime)`)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:10255", "address of the /metrics, /healthz and /debug/pods server")
 	fs.StringVar(&c.nodeName, "node-name", "podlife-node", "node name; static pods are named <name>-<node-name>")
-	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of an API server for mirror pods, statuses and the api source (not supported yet)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of an API server: mirror pods for static pods, the pods bound to --node-name, statuses written to the API (the Node must exist)")
 	fs.BoolVar(&c.demo, "demo", false, "run the demo story on the embedded runtime, print what happened and exit (0 when every check held)")
 	fs.IntVar(&c.verbosity, "v", 2, "log verbosity: 0 errors and notable events, 2 pod lifecycle transitions, 4 every update")
 	if err := fs.Parse(args); err != nil {
@@ -61,8 +57,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if c.kubeconfig != "" {
-		return c, errKubeconfigUnsupported
+	if c.demo && c.kubeconfig != "" {
+		return c, errors.New("--demo runs without an API server; it cannot run with --kubeconfig")
 	}
 	if c.demo && c.criEndpoint != "" {
 		return c, errors.New("--demo injects faults into the embedded runtime; it cannot run with --cri-endpoint")

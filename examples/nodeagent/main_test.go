@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,8 +20,8 @@ import (
 )
 
 func TestFlags(t *testing.T) {
-	if _, err := parseFlags([]string{"--kubeconfig", "/x"}, io.Discard); !errors.Is(err, errKubeconfigUnsupported) {
-		t.Errorf("--kubeconfig: %v, want the not-supported error", err)
+	if _, err := parseFlags([]string{"--demo", "--kubeconfig", "/x"}, io.Discard); err == nil {
+		t.Error("--demo with --kubeconfig: no error")
 	}
 	if _, err := parseFlags([]string{"--demo", "--cri-endpoint", "unix:///x.sock"}, io.Discard); err == nil {
 		t.Error("--demo with --cri-endpoint: no error")
@@ -31,8 +30,11 @@ func TestFlags(t *testing.T) {
 	if err != nil || c.listen != "127.0.0.1:10255" || c.manifests != "examples/nodeagent/manifests" {
 		t.Errorf("defaults: %+v, %v", c, err)
 	}
-	if code := run([]string{"--kubeconfig", "/x"}, io.Discard, io.Discard); code != 2 {
-		t.Errorf("exit code with --kubeconfig: %d, want 2", code)
+	if code := run([]string{"--bogus"}, io.Discard, io.Discard); code != 2 {
+		t.Errorf("exit code with a bad flag: %d, want 2", code)
+	}
+	if code := run([]string{"--kubeconfig", "/does/not/exist", "--listen", "127.0.0.1:0"}, io.Discard, io.Discard); code != 1 {
+		t.Errorf("exit code with a missing kubeconfig: %d, want 1", code)
 	}
 }
 

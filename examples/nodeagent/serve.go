@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/podlife/podlife/agent"
 	"github.com/podlife/podlife/runtime"
@@ -68,13 +69,28 @@ func serve(ctx context.Context, c config, log logr.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a, err := agent.New(agent.Options{
+	opts := agent.Options{
 		Runtime:      rt,
 		NodeName:     c.nodeName,
 		ManifestPath: c.manifests,
 		Registerer:   reg,
 		Logger:       log.WithName("agent"),
-	})
+	}
+	if c.kubeconfig != "" {
+		cfg, err := loadKubeconfig(c.kubeconfig)
+		if err != nil {
+			return err
+		}
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errKubeconfig, err)
+		}
+		if err := withAPIServer(&opts, client, log); err != nil {
+			return err
+		}
+		log.Info("using an API server", "server", cfg.Host, "node", c.nodeName)
+	}
+	a, err := agent.New(opts)
 	if err != nil {
 		return err
 	}

@@ -46,8 +46,10 @@ type Agent struct {
 	tracked map[types.UID]trackedPod
 	// rejected are pods that admission rejected, with the reason.
 	rejected map[types.UID]AdmitResult
-	// housekeepings counts completed housekeeping passes.
-	housekeepings uint64
+	// housekeepings counts completed housekeeping passes; lastHousekeeping
+	// is the result of the last one.
+	housekeepings    uint64
+	lastHousekeeping HousekeepingResult
 }
 
 type namedRunner struct {

@@ -84,6 +84,9 @@ func TestAdmissionRejects(t *testing.T) {
 	if v, _ := ra.pod("big"); v.Lifecycle != "rejected" {
 		t.Errorf("view of the rejected pod: %+v", v)
 	}
+	if hk, ok := ra.LastHousekeeping(); !ok || hk.DesiredStatic != 2 || hk.ActiveStatic != 1 {
+		t.Errorf("last housekeeping: %+v, %v; want 2 desired and 1 active static pods", hk, ok)
+	}
 	got := series(t, ra.reg)
 	if got[`kubelet_desired_pods{static="true"}`] != 2 || got[`kubelet_active_pods{static="true"}`] != 1 ||
 		got[`kubelet_restarted_pods_total{static="true"}`] != 0 {

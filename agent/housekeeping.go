@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -48,6 +49,16 @@ type HousekeepingResult struct {
 func (a *Agent) Housekeeping(ctx context.Context) error {
 	_, err := a.housekeeping(ctx)
 	return err
+}
+
+// LastHousekeeping returns what the last complete housekeeping pass did, and
+// false before the first one.
+func (a *Agent) LastHousekeeping() (HousekeepingResult, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.lastHousekeeping
+	r.WorkingPods = maps.Clone(r.WorkingPods)
+	return r, a.housekeepings > 0
 }
 
 func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
@@ -170,6 +181,7 @@ func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
 	a.forgetFinished(workingPods)
 	a.mu.Lock()
 	a.housekeepings++
+	a.lastHousekeeping = res
 	a.mu.Unlock()
 	if d := a.clock.Since(start); d > housekeepingWarning {
 		a.log.Info("housekeeping took long", "duration", d)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/podmanager"
+	"github.com/podlife/podlife/podworker"
 )
 
 // PodView is where one pod stands, for /debug/pods, logs and tests. It is a
@@ -40,8 +41,10 @@ type PodView struct {
 	Since       time.Time     `json:"since,omitzero"`
 	TimeInState time.Duration `json:"timeInStateNanoseconds,omitempty"`
 	// Failures counts consecutive failed Syncer calls.
-	Failures int       `json:"failures,omitempty"`
-	NextTry  time.Time `json:"nextAttempt,omitzero"`
+	Failures int `json:"failures,omitempty"`
+	// NextAttempt is when the worker will sync the pod again by itself
+	// (resync or retry); zero when none is scheduled.
+	NextAttempt time.Time `json:"nextAttempt,omitzero"`
 }
 
 // Pods returns a view of every pod the agent knows — desired pods, pods the
@@ -77,7 +80,9 @@ func (a *Agent) Pods() []PodView {
 			v.Orphan = !v.Desired
 			v.GracePeriod = info.GracePeriod
 			v.Failures = info.Failures
-			v.NextTry = info.NextAttempt
+			if info.Lifecycle != podworker.LifecycleFinished {
+				v.NextAttempt = info.NextAttempt
+			}
 			v.Since = latest(info.SyncedAt, info.StartedAt, info.TerminatingAt, info.TerminatedAt)
 			if !v.Since.IsZero() {
 				v.TimeInState = now.Sub(v.Since)

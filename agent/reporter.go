@@ -135,3 +135,28 @@ func (r *MemoryStatusReporter) Len() int {
 	defer r.mu.Unlock()
 	return len(r.statuses)
 }
+
+// StatusReporterFuncs adapts functions to a StatusReporter. A nil function
+// does nothing and succeeds.
+type StatusReporterFuncs struct {
+	SetPodStatusFunc func(ctx context.Context, pod, mirrorPod *v1.Pod, status v1.PodStatus) error
+	PodFinishedFunc  func(ctx context.Context, pod, mirrorPod *v1.Pod, status v1.PodStatus) error
+}
+
+var _ StatusReporter = StatusReporterFuncs{}
+
+// SetPodStatus calls SetPodStatusFunc.
+func (f StatusReporterFuncs) SetPodStatus(ctx context.Context, pod, mirrorPod *v1.Pod, status v1.PodStatus) error {
+	if f.SetPodStatusFunc == nil {
+		return nil
+	}
+	return f.SetPodStatusFunc(ctx, pod, mirrorPod, status)
+}
+
+// PodFinished calls PodFinishedFunc.
+func (f StatusReporterFuncs) PodFinished(ctx context.Context, pod, mirrorPod *v1.Pod, status v1.PodStatus) error {
+	if f.PodFinishedFunc == nil {
+		return nil
+	}
+	return f.PodFinishedFunc(ctx, pod, mirrorPod, status)
+}

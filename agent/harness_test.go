@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +18,10 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -273,6 +279,10 @@ func waitGone(t *testing.T, ra *runningAgent, uid types.UID) {
 	})
 }
 
+// podCountMetrics are the six metrics of kubernetes#113145.
+var podCountMetrics = []string{"kubelet_desired_pods", "kubelet_active_pods", "kubelet_mirror_pods", "kubelet_working_pods",
+	"kubelet_restarted_pods_total", "kubelet_orphaned_runtime_pods_total"}
+
 // series gathers the six pod-count metrics as "name{labels}" → value.
 func series(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	t.Helper()
@@ -280,8 +290,36 @@ func series(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"kubelet_desired_pods", "kubelet_active_pods", "kubelet_mirror_pods", "kubelet_working_pods",
-		"kubelet_restarted_pods_total", "kubelet_orphaned_runtime_pods_total"}
+	return seriesOf(mfs)
+}
+
+// scrape reads the six pod-count metrics the way Prometheus does: over HTTP
+// from promhttp, in the text format.
+func scrape(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+	req.Header.Set("Accept", "text/plain; version=0.0.4")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	byName, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	mfs := make([]*dto.MetricFamily, 0, len(byName))
+	for _, mf := range byName {
+		mfs = append(mfs, mf)
+	}
+	return seriesOf(mfs)
+}
+
+func seriesOf(mfs []*dto.MetricFamily) map[string]float64 {
+	names := podCountMetrics
 	out := map[string]float64{}
 	for _, mf := range mfs {
 		if !slices.Contains(names, mf.GetName()) {

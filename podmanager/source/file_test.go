@@ -63,6 +63,21 @@ func startFile(t *testing.T, dir string) *fileHarness {
 	return h
 }
 
+// stepResync fires the periodic re-read. The source creates its ticker only
+// after its first read (which is what makes it ready), so a step taken
+// before the ticker exists would be lost: wait for the ticker first.
+func (h *fileHarness) stepResync(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !h.clock.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("the file source never armed its re-read ticker")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.clock.Step(DefaultFileResync)
+}
+
 func TestFileSourceLifecycle(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "web.yaml", manifest("web", "nginx:1"))
@@ -148,7 +163,7 @@ func TestFileSourceLifecycle(t *testing.T) {
 	// A full re-read (fake clock) reports it again and does not drop it
 	// either.
 	reported := h.errs.count()
-	h.clock.Step(DefaultFileResync)
+	h.stepResync(t)
 	h.errs.waitCount(t, reported+1)
 	writeFile(t, dir, "other.yaml", manifest("other", "x")) // a marker change
 	h.waitNames("fixed-node1", "other-node1", "web-node1")
@@ -232,7 +247,7 @@ func TestFileSourceMissingFolderThenCreated(t *testing.T) {
 	}
 	writeFile(t, dir, "web.yaml", manifest("web", "nginx"))
 	// Nothing watches the folder yet: the periodic re-read finds it.
-	h.clock.Step(DefaultFileResync)
+	h.stepResync(t)
 	h.waitNames("web-node1")
 	// The watch was set up on that tick, before the re-read.
 	writeFile(t, dir, "db.yaml", manifest("db", "pg"))
@@ -323,7 +338,7 @@ func TestFileSourceFolderRemovedAndRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "db.yaml", manifest("db", "pg"))
-	h.clock.Step(DefaultFileResync)
+	h.stepResync(t)
 	h.waitNames("db-node1")
 	writeFile(t, dir, "web.yaml", manifest("web", "nginx"))
 	h.waitNames("db-node1", "web-node1")

@@ -1,0 +1,254 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/podmanager"
+	"github.com/podlife/podlife/podmanager/source"
+	"github.com/podlife/podlife/runtime/cri"
+)
+
+// timings of the agent under test, shorter than the defaults so that a soak
+// sees many lifecycles; larger runs list the runtime less often.
+type timings struct {
+	relist, housekeeping, resync, backOff, maxBackOff time.Duration
+}
+
+func timingsFor(pods int) timings {
+	t := timings{relist: 100 * time.Millisecond, housekeeping: 250 * time.Millisecond,
+		resync: 2 * time.Second, backOff: 50 * time.Millisecond, maxBackOff: time.Second}
+	if pods > 1000 {
+		t.relist, t.housekeeping, t.resync = 500*time.Millisecond, time.Second, 5*time.Second
+	}
+	return t
+}
+
+// newCRI returns a CRI client with the soak's settings: short deadlines and
+// reconnects, a short crash-loop back-off.
+func newCRI(endpoint string) (*cri.Runtime, error) {
+	return cri.New(cri.Options{
+		Endpoint:          endpoint,
+		Timeout:           5 * time.Second,
+		ReconnectMaxDelay: 100 * time.Millisecond,
+		BackOffInitial:    50 * time.Millisecond,
+		BackOffMax:        500 * time.Millisecond,
+		CgroupParent:      "/podlife-chaos",
+	})
+}
+
+// agentRun is one incarnation of the agent over the soak's fakecri.
+type agentRun struct {
+	*agent.Agent
+	rt     *cri.Runtime
+	reg    *prometheus.Registry
+	api    *source.Channel
+	rep    *checkReporter
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startAgent builds and runs an agent over endpoint and the manifest folder
+// dir, with the API pods of the channel source pushed by the soak.
+func startAgent(endpoint, dir string, tm timings, inv *invariants, log logr.Logger) (*agentRun, error) {
+	rt, err := newCRI(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	ar := &agentRun{rt: rt, reg: prometheus.NewRegistry(), done: make(chan error, 1)}
+	ar.Agent, err = agent.New(agent.Options{
+		Runtime:                rt,
+		NodeName:               nodeName,
+		ManifestPath:           dir,
+		ManifestResyncInterval: 2 * time.Second,
+		Sources: []agent.Source{{Name: podmanager.APISource, New: func(sink source.Sink) (agent.Runner, error) {
+			ch, err := source.NewChannel(sink, source.ChannelOptions{Source: podmanager.APISource, OnError: inv.sourceError})
+			ar.api = ch
+			return ch, err
+		}}},
+		OnSourceError: inv.sourceError,
+		StatusReporter: func(pods agent.PodStateProvider) (agent.StatusReporter, error) {
+			ar.rep = newCheckReporter(pods, inv)
+			return ar.rep, nil
+		},
+		Registerer:           ar.reg,
+		Logger:               log,
+		HousekeepingInterval: tm.housekeeping,
+		RelistInterval:       tm.relist,
+		ResyncInterval:       tm.resync,
+		BackOffPeriod:        tm.backOff,
+		MaxBackOffPeriod:     tm.maxBackOff,
+	})
+	if err != nil {
+		_ = rt.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ar.cancel = cancel
+	go func() { ar.done <- ar.Run(ctx) }()
+	return ar, nil
+}
+
+// push hands the API pods to the agent's channel source.
+func (ar *agentRun) push(pods []*v1.Pod) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := ar.api.Push(ctx, pods); err != nil {
+		return fmt.Errorf("push %d API pods: %w", len(pods), err)
+	}
+	return nil
+}
+
+// stop ends Run, waits for it (bounded) and closes the CRI client.
+func (ar *agentRun) stop() error {
+	ar.cancel()
+	defer ar.rt.Close()
+	select {
+	case err := <-ar.done:
+		if err != nil {
+			return fmt.Errorf("agent Run: %w", err)
+		}
+		return nil
+	case <-time.After(30 * time.Second):
+		return errors.New("agent Run did not return within 30s of its context ending")
+	}
+}
+
+// invariants collects what the continuous checks find, across agent
+// incarnations, and what the "API server" needs to know (finished pods).
+type invariants struct {
+	checker *cri.Runtime // a CRI client of its own, to look at the runtime
+	tr      *trace
+
+	checked, unchecked atomic.Int64
+
+	mu         sync.Mutex
+	violations []string
+	finished   map[types.UID]bool // PodFinished seen, for the API server's garbage collection
+	srcErrors  []string
+}
+
+func newInvariants(checker *cri.Runtime, tr *trace) *invariants {
+	return &invariants{checker: checker, tr: tr, finished: map[types.UID]bool{}}
+}
+
+func (inv *invariants) violation(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	inv.tr.add("VIOLATION", "%s", msg)
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	inv.violations = append(inv.violations, msg)
+}
+
+func (inv *invariants) sourceError(err error) {
+	inv.tr.add("source-error", "%v", err)
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	inv.srcErrors = append(inv.srcErrors, err.Error())
+}
+
+// takeFinished returns and forgets the pods seen finished.
+func (inv *invariants) takeFinished() map[types.UID]bool {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	f := inv.finished
+	inv.finished = map[types.UID]bool{}
+	return f
+}
+
+func (inv *invariants) problems() []string {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	out := append([]string(nil), inv.violations...)
+	for _, e := range inv.srcErrors {
+		out = append(out, "source rejected input: "+e)
+	}
+	return out
+}
+
+// checkReporter is the agent's StatusReporter (Options.StatusReporter). It
+// keeps the reporter rule itself (agent.MergeStatus), and each time it is
+// about to publish a terminal phase, or a pod finishes, it looks at the
+// runtime: that is the continuous check that no terminal phase is reported
+// while a container of the pod runs. It runs on the pod's worker goroutine,
+// so the pod cannot start a container meanwhile.
+type checkReporter struct {
+	pods agent.PodStateProvider
+	inv  *invariants
+
+	mu sync.Mutex
+	// statuses keep only what MergeStatus reads of the previous status.
+	statuses map[types.UID]v1.PodStatus
+}
+
+func newCheckReporter(pods agent.PodStateProvider, inv *invariants) *checkReporter {
+	return &checkReporter{pods: pods, inv: inv, statuses: map[types.UID]v1.PodStatus{}}
+}
+
+// forget drops the statuses of pods for which keep is false.
+func (r *checkReporter) forget(keep func(types.UID) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uid := range r.statuses {
+		if !keep(uid) {
+			delete(r.statuses, uid)
+		}
+	}
+}
+
+func (r *checkReporter) SetPodStatus(ctx context.Context, pod, _ *v1.Pod, status v1.PodStatus) error {
+	r.publish(ctx, pod, status, false)
+	return nil
+}
+
+func (r *checkReporter) PodFinished(ctx context.Context, pod, _ *v1.Pod, status v1.PodStatus) error {
+	r.publish(ctx, pod, status, true)
+	r.inv.mu.Lock()
+	r.inv.finished[pod.UID] = true
+	r.inv.mu.Unlock()
+	return nil
+}
+
+func (r *checkReporter) publish(ctx context.Context, pod *v1.Pod, status v1.PodStatus, finished bool) {
+	could := r.pods.CouldHaveRunningContainers(pod.UID)
+	r.mu.Lock()
+	var old *v1.PodStatus
+	if prev, ok := r.statuses[pod.UID]; ok {
+		old = &prev
+	}
+	merged := agent.MergeStatus(old, status, could)
+	r.statuses[pod.UID] = v1.PodStatus{Phase: merged.Phase, Reason: merged.Reason, Message: merged.Message}
+	r.mu.Unlock()
+	terminal := merged.Phase == v1.PodSucceeded || merged.Phase == v1.PodFailed
+	if finished && !terminal {
+		r.inv.violation("pod %s/%s (%s) finished with phase %q, not a terminal one", pod.Namespace, pod.Name, pod.UID, merged.Phase)
+	}
+	if !terminal {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, err := r.inv.checker.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		r.inv.unchecked.Add(1) // the runtime is faulty right now
+		return
+	}
+	r.inv.checked.Add(1)
+	if st.HasRunningContainers() || st.HasReadySandbox() {
+		r.inv.violation("pod %s/%s (%s) reported %s while the runtime runs it: %s", pod.Namespace, pod.Name, pod.UID, merged.Phase, st)
+	}
+	if finished && (len(st.ContainerStatuses) > 0 || len(st.SandboxStatuses) > 0) {
+		r.inv.violation("pod %s/%s (%s) reported finished while the runtime still holds %d containers and %d sandboxes",
+			pod.Namespace, pod.Name, pod.UID, len(st.ContainerStatuses), len(st.SandboxStatuses))
+	}
+}

@@ -1,12 +1,18 @@
 package agent_test
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/podmanager"
+	"github.com/podlife/podlife/podmanager/source"
 	"github.com/podlife/podlife/podworker/podworkertest"
 	"github.com/podlife/podlife/runtime/fakecri"
 )
@@ -92,5 +98,69 @@ func TestAdmissionRejects(t *testing.T) {
 		got[`kubelet_restarted_pods_total{static="true"}`] != 0 {
 		t.Errorf("metrics: desired %v active %v restarted %v, want 2 1 0", got[`kubelet_desired_pods{static="true"}`],
 			got[`kubelet_active_pods{static="true"}`], got[`kubelet_restarted_pods_total{static="true"}`])
+	}
+}
+
+// A rejected API pod that is then deleted is sent a kill by housekeeping so
+// that it finishes (and could be deleted from the API), keeping its
+// rejection status.
+func TestRejectedPodDeleted(t *testing.T) {
+	srv := fakecri.New(fakecri.Options{})
+	endpoint, err := srv.StartUnix(t.TempDir() + "/cri.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	var channel *source.Channel
+	var mu sync.Mutex
+	var finished []v1.PodStatus
+	ra := startAgentWith(t, endpoint, t.TempDir(), func(o *agent.Options) {
+		o.AdmitHandlers = []agent.AdmitHandler{agent.AdmitHandlerFunc(func(*agent.AdmitAttributes) agent.AdmitResult {
+			return agent.AdmitResult{Reason: "NodeAffinity", Message: "no"}
+		})}
+		o.Sources = []agent.Source{{Name: podmanager.APISource, New: func(sink source.Sink) (agent.Runner, error) {
+			var err error
+			channel, err = source.NewChannel(sink, source.ChannelOptions{Source: podmanager.APISource})
+			return channel, err
+		}}}
+		o.StatusReporter = func(agent.PodStateProvider) (agent.StatusReporter, error) {
+			return agent.StatusReporterFuncs{PodFinishedFunc: func(_ context.Context, _, _ *v1.Pod, st v1.PodStatus) error {
+				mu.Lock()
+				defer mu.Unlock()
+				finished = append(finished, st)
+				return nil
+			}}, nil
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "default", UID: "api-uid"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "main", Image: testImage}}}}
+	if err := channel.Push(ctx, []*v1.Pod{pod}); err != nil {
+		t.Fatal(err)
+	}
+	podworkertest.WaitFor(t, waitTimeout, "rejected", func() bool {
+		st, ok := ra.StatusReporter().Status("api-uid")
+		return ok && st.Phase == v1.PodFailed
+	})
+	ra.waitHousekeepings(t, 2)
+	if _, known := ra.Workers().PodInfo("api-uid"); known {
+		t.Fatal("a rejected pod reached a worker before its deletion")
+	}
+	deleting := pod.DeepCopy()
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	if err := channel.Push(ctx, []*v1.Pod{deleting}); err != nil {
+		t.Fatal(err)
+	}
+	podworkertest.WaitFor(t, waitTimeout, "rejected pod finished", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(finished) == 1
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if st := finished[0]; st.Phase != v1.PodFailed || st.Reason != "NodeAffinity" {
+		t.Errorf("final status of the rejected pod: %s %q, want Failed NodeAffinity", st.Phase, st.Reason)
 	}
 }

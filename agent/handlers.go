@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podmanager/source"
@@ -161,10 +162,16 @@ func (a *Agent) updatePod(o podworker.UpdatePodOptions) {
 }
 
 func (a *Agent) isRejected(pod *v1.Pod) bool {
+	_, ok := a.rejection(pod.UID)
+	return ok
+}
+
+// rejection returns why admission rejected the pod, if it did.
+func (a *Agent) rejection(uid types.UID) (AdmitResult, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	_, ok := a.rejected[pod.UID]
-	return ok
+	r, ok := a.rejected[uid]
+	return r, ok
 }
 
 // publishStatus hands a status to the in-memory reporter and to the

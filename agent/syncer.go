@@ -81,6 +81,9 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 		return fmt.Errorf("pod %s: %w", podRef(pod), ErrStillRunning)
 	}
 	st := generateStatus(pod, after, false)
+	if r, ok := a.rejection(pod.UID); ok {
+		st = rejectedStatus(pod, r) // killed so that it can be deleted
+	}
 	if podStatusFn != nil {
 		podStatusFn(&st)
 	}
@@ -126,6 +129,9 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 		return fmt.Errorf("remove pod %s: %w", podRef(pod), err)
 	}
 	st := generateStatus(pod, podStatus, true)
+	if r, ok := a.rejection(pod.UID); ok {
+		st = rejectedStatus(pod, r)
+	}
 	mirror, _ := a.pods.GetMirrorPodByPod(pod)
 	_ = a.status.PodFinished(ctx, pod, mirror, st)
 	if a.report != nil {

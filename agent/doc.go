@@ -56,6 +56,10 @@
 //     that they finish;
 //   - runtime pods no worker knows are terminated with a grace period of 1 s
 //     and counted as orphaned runtime pods;
+//   - the dead remains (exited containers, stopped sandboxes) of pods that
+//     no worker knows and that are not desired are removed, a few per pass:
+//     the kubelet's container garbage collection, reduced to what podlife
+//     needs;
 //   - kubelet_working_pods is set for all 15 label combinations.
 //
 // # Statuses

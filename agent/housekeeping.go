@@ -37,6 +37,10 @@ type HousekeepingResult struct {
 	// OrphanedMirrorPodsDeleted counts mirror pods deleted for lack of a
 	// static pod.
 	OrphanedMirrorPodsDeleted int
+	// DeadPodsRemoved counts pods whose dead remains (exited containers,
+	// stopped sandboxes) were removed from the runtime because no worker
+	// knows them.
+	DeadPodsRemoved int
 	// WorkingPods are the pod workers by label combination of
 	// kubelet_working_pods.
 	WorkingPods metrics.WorkingPodCounts
@@ -168,6 +172,8 @@ func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
 	}
 	a.metrics.AddOrphanedRuntimePods(res.OrphanedRuntimePods)
 
+	res.DeadPodsRemoved = a.removeDeadRemains(ctx, workingPods, inRuntime)
+
 	// kubelet_working_pods, every valid combination.
 	res.WorkingPods = metrics.WorkingPodCounts{}
 	for _, s := range workingPods {
@@ -187,6 +193,49 @@ func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
 		a.log.Info("housekeeping took long", "duration", d)
 	}
 	return res, nil
+}
+
+// maxDeadRemovalsPerPass bounds the runtime calls one housekeeping pass
+// spends on dead remains, so that a large backlog does not stall the sync
+// loop; the rest goes in the next passes.
+const maxDeadRemovalsPerPass = 20
+
+// removeDeadRemains removes what is left, dead, of pods that no worker knows
+// and that are not desired: exited containers and stopped sandboxes of pods
+// killed by an earlier agent but not yet removed, or whose sandbox died
+// while no agent ran. Nothing else would ever remove them (the kubelet
+// has container garbage collection for this). Errors are logged; the next
+// pass tries again.
+func (a *Agent) removeDeadRemains(ctx context.Context, workingPods map[types.UID]podworker.PodWorkerSync, running map[types.UID]*runtime.Pod) int {
+	all, err := a.rt.GetPods(ctx, true)
+	if err != nil {
+		a.log.Error(err, "listing dead runtime pods failed")
+		return 0
+	}
+	removed, tried := 0, 0
+	for _, rp := range all {
+		if _, known := workingPods[rp.ID]; known {
+			continue
+		}
+		if _, alive := running[rp.ID]; alive {
+			continue
+		}
+		if _, desired := a.pods.GetPodByUID(rp.ID); desired {
+			continue
+		}
+		if tried == maxDeadRemovalsPerPass {
+			break
+		}
+		tried++
+		if err := a.rt.RemovePod(ctx, rp); err != nil {
+			a.log.V(2).Info("removing dead remains of an unknown pod failed, will retry", "pod", rp.Namespace+"/"+rp.Name, "podUID", rp.ID, "error", err.Error())
+			continue
+		}
+		a.cache.Delete(rp.ID)
+		removed++
+		a.log.V(2).Info("dead remains of an unknown pod removed", "pod", rp.Namespace+"/"+rp.Name, "podUID", rp.ID)
+	}
+	return removed
 }
 
 // forgetFinished drops what the agent remembers of pods that neither the

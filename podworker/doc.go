@@ -80,5 +80,6 @@
 // cache wait is bounded (StatusWaitTimeout); every CompletedCh is closed,
 // including for pods already finished; a panicking Syncer is recovered and
 // retried; a pod whose spec leaves TerminationGracePeriodSeconds unset gets
-// the API default of 30 seconds.
+// the API default of 30 seconds; an update's MirrorPod replaces the last one
+// even when nil (the kubelet keeps a mirror that may have been deleted).
 package podworker

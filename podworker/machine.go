@@ -462,16 +462,17 @@ func (m *Machine) Next(now time.Time, decision StartDecision) (w Work, ok bool, 
 }
 
 // mergeActive folds a consumed update into the active one (the kubelet's
-// mergeLastUpdate): a runtime-only update never replaces a known spec, and a
-// missing mirror pod keeps the last one.
+// mergeLastUpdate): a runtime-only update never replaces a known spec. An
+// update with a spec states the current mirror pod, nil meaning there is
+// none (the kubelet keeps the last one, so a SyncPod after the mirror was
+// deleted in the API still sees it and does not recreate it); replays carry
+// the active one.
 func (m *Machine) mergeActive(u update) {
 	if u.pod != nil || !m.hasActive {
 		m.active.pod, m.active.podStatic = u.pod, u.podStatic
-	}
-	m.active.runningPod = u.runningPod
-	if u.mirrorPod != nil {
 		m.active.mirrorPod = u.mirrorPod
 	}
+	m.active.runningPod = u.runningPod
 	m.hasActive = true
 }
 

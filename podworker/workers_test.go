@@ -736,3 +736,36 @@ func TestMetricsObservations(t *testing.T) {
 		t.Errorf("containers per pod (-want +got):\n%s", diff)
 	}
 }
+
+// An update with a spec states the current mirror pod: nil means the mirror
+// is gone (deleted in the API), and SyncPod must see that to recreate it.
+// Replays (resyncs) keep the last one.
+func TestMirrorPodFollowsUpdates(t *testing.T) {
+	h := newHarness(t).run()
+	pod := staticPod("s1", "etcd")
+	mirror := pod.DeepCopy()
+	mirror.UID = "m1"
+	h.w.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: pod, MirrorPod: mirror})
+	h.methods("s1", "SyncPod")
+	h.w.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate, Pod: pod})
+	h.methods("s1", "SyncPod", "SyncPod")
+	h.step(resync)
+	h.methods("s1", "SyncPod", "SyncPod", "SyncPod")
+	calls := h.f.CallsFor("s1")
+	uidOf := func(p *v1.Pod) string {
+		if p == nil {
+			return "nil"
+		}
+		return string(p.UID)
+	}
+	if got := []string{uidOf(calls[0].MirrorPod), uidOf(calls[1].MirrorPod), uidOf(calls[2].MirrorPod)}; !slices.Equal(got, []string{"m1", "nil", "nil"}) {
+		t.Errorf("mirror pods seen: %v; want [m1 nil nil]", got)
+	}
+	h.w.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate, Pod: pod, MirrorPod: mirror})
+	h.methods("s1", "SyncPod", "SyncPod", "SyncPod", "SyncPod")
+	h.step(resync)
+	h.methods("s1", "SyncPod", "SyncPod", "SyncPod", "SyncPod", "SyncPod")
+	if c := h.f.CallsFor("s1")[4]; c.MirrorPod != mirror {
+		t.Errorf("a resync lost the mirror pod: %s", uidOf(c.MirrorPod))
+	}
+}

@@ -86,17 +86,9 @@ func (s *soak) finalProblems() []string {
 		return out
 	}
 	inRuntime := map[types.UID]*runtime.Pod{}
-	s.deadLeftovers = 0
 	for _, rp := range rtPods {
 		inRuntime[rp.ID] = rp
 		if _, ok := desired[rp.ID]; !ok {
-			if _, known := ar.Workers().PodInfo(rp.ID); !known && !runsAny(rp) && !*flagStrict {
-				// Known bug (TestKnownBugDeadRemainsOfUnknownPodsAreNeverRemoved):
-				// the agent never removes what is left, dead, of a pod
-				// no worker knows.
-				s.deadLeftovers++
-				continue
-			}
 			add("runtime still holds %s/%s (%s): %s; worker: %s", rp.Namespace, rp.Name, rp.ID, describe(rp), s.workerState(rp.ID))
 		}
 	}
@@ -144,16 +136,6 @@ func describe(rp *runtime.Pod) string {
 		parts = append(parts, fmt.Sprintf("container %s %.12s %s", c.Name, c.ID.ID, c.State))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// runsAny reports whether a sandbox or container of the pod runs.
-func runsAny(rp *runtime.Pod) bool {
-	for _, c := range append(append([]*runtime.Container(nil), rp.Sandboxes...), rp.Containers...) {
-		if c.State != runtime.ContainerStateExited {
-			return true
-		}
-	}
-	return false
 }
 
 // runsAll reports whether the runtime runs every container of pod in a

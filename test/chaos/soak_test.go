@@ -28,7 +28,6 @@ var (
 	flagSettle    = flag.Duration("chaos.settle", 10*time.Second, "bound on the time, after the faults stop, for every invariant to hold")
 	flagRestarts  = flag.Bool("chaos.restarts", true, "restart the agent now and then (false: one agent for the whole soak)")
 	flagDowns     = flag.Bool("chaos.downs", true, "take the runtime down now and then")
-	flagStrict    = flag.Bool("chaos.strict", false, "also fail on the dead remains of unknown pods that the agent leaves behind (a known bug)")
 	flagLog       = flag.Bool("chaos.log", false, "log the agent (V(2)) to the test log")
 )
 
@@ -61,8 +60,8 @@ func TestSoak(t *testing.T) {
 		return
 	}
 	s.shutdown()
-	t.Logf("soak passed: %d pods, %s of schedule, settled in %s; %s; reporter checks: %d done, %d skipped (runtime faulty); %d dead pods left in the runtime (known bug)",
-		*flagPods, *flagDuration, s.settled.Round(time.Millisecond), s.tr.summary(), s.inv.checked.Load(), s.inv.unchecked.Load(), s.deadLeftovers)
+	t.Logf("soak passed: %d pods, %s of schedule, settled in %s; %s; reporter checks: %d done, %d skipped (runtime faulty)",
+		*flagPods, *flagDuration, s.settled.Round(time.Millisecond), s.tr.summary(), s.inv.checked.Load(), s.inv.unchecked.Load())
 
 	// No goroutine outlives the agents, the CRI clients and fakecri.
 	deadline := time.Now().Add(10 * time.Second)
@@ -103,9 +102,6 @@ type soak struct {
 	listing     []*runtime.Pod
 	listedAt    time.Time
 	settled     time.Duration
-	// deadLeftovers counts the runtime pods, dead and unknown to the
-	// workers, that the last final check tolerated (a known bug).
-	deadLeftovers int
 }
 
 type timedAction struct {

@@ -13,18 +13,13 @@ import (
 	"github.com/podlife/podlife/runtime/fakecri"
 )
 
-// TestKnownBugDeadRemainsOfUnknownPodsAreNeverRemoved: what is left, dead,
-// of a pod that no pod worker knows (exited containers, a stopped sandbox)
-// stays in the runtime for ever. Housekeeping only looks at running pods
-// (GetPods(ctx, false)) for orphans, and nothing else removes dead objects:
-// the kubelet's container and sandbox garbage collection has no counterpart.
-// The soak meets it after every agent restart: a pod the old agent had
-// killed but not yet removed, or whose sandbox died while no agent ran, is
-// never cleaned up. (SyncTerminatingRuntimePod's best-effort RemovePod,
-// whose error is only logged, leaks the same way.)
-func TestKnownBugDeadRemainsOfUnknownPodsAreNeverRemoved(t *testing.T) {
-	t.Skip("known bug: agent housekeeping never removes dead sandboxes and containers of pods no worker knows (no container GC); see docs/reliability.md")
-
+// TestDeadRemainsOfUnknownPodsAreRemoved: what is left, dead, of a pod that
+// no pod worker knows (exited containers, a stopped sandbox) must not stay in
+// the runtime. The soak found it after agent restarts: a pod the old agent had
+// killed but not yet removed, or whose sandbox died while no agent ran, was
+// never cleaned up, because housekeeping only looked at running pods for
+// orphans (fixed in agent housekeeping, removeDeadRemains).
+func TestDeadRemainsOfUnknownPodsAreRemoved(t *testing.T) {
 	srv := fakecri.New(fakecri.Options{Images: []string{testImage}})
 	sockDir, err := os.MkdirTemp("", "chaos")
 	if err != nil {
@@ -53,6 +48,9 @@ func TestKnownBugDeadRemainsOfUnknownPodsAreNeverRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := ar.push(nil); err != nil { // the API source is ready: no API pods
+		t.Fatal(err)
+	}
 	podworkertest.WaitFor(t, 10*time.Second, "pod running", func() bool {
 		pods, err := checker.GetPods(context.Background(), false)
 		return err == nil && len(pods) == 1 && len(pods[0].Containers) == 1
@@ -76,6 +74,9 @@ func TestKnownBugDeadRemainsOfUnknownPodsAreNeverRemoved(t *testing.T) {
 	// A new agent must clean up what is left of it.
 	ar, err = startAgent(endpoint, dir, timingsFor(1), inv, logr.Discard())
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ar.push(nil); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {

@@ -79,7 +79,7 @@
 // New builds everything and starts nothing; Run starts every goroutine and
 // returns only after all of them have returned. Logger, clock and metrics
 // registry are injected; the package has no global state and never uses
-// prometheus.DefaultRegisterer. Pods keep running in the runtime when Run
+// the process-wide default Prometheus registry. Pods keep running in the runtime when Run
 // returns: a new agent over the same runtime adopts the desired ones and
 // terminates the others as orphans.
 //

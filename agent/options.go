@@ -83,7 +83,7 @@ type Options struct {
 	StatusReporter func(pods PodStateProvider) (StatusReporter, error)
 
 	// Registerer receives the pod lifecycle metrics (package metrics). The
-	// agent never uses prometheus.DefaultRegisterer. Default nil: no metrics.
+	// agent never uses the process-wide default Prometheus registry. Default nil: no metrics.
 	Registerer prometheus.Registerer
 	// MetricsNamespace prefixes every metric name. Default "kubelet"
 	// (metrics.DefaultNamespace), for kubelet dashboards.

@@ -1,6 +1,6 @@
 // Package metrics exports the kubelet's pod lifecycle metrics for a podlife
 // agent, registered into a prometheus.Registerer the caller owns. It never
-// touches prometheus.DefaultRegisterer and holds no global state, so several
+// touches the process-wide default Prometheus registry and holds no global state, so several
 // agents (or tests) in one process each get their own set.
 //
 // With the default namespace "kubelet" the names and labels are the

@@ -16,7 +16,7 @@ const DefaultNamespace = "kubelet"
 type Options struct {
 	// Registerer receives the collectors. Required. Pass the registry you
 	// serve (for example prometheus.NewRegistry() behind promhttp.HandlerFor);
-	// the package never uses prometheus.DefaultRegisterer on its own.
+	// the package never uses the process-wide default Prometheus registry on its own.
 	Registerer prometheus.Registerer
 
 	// Namespace is the prefix of every metric name, joined with "_".

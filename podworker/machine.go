@@ -661,9 +661,6 @@ func (m *Machine) ConfigPod() *v1.Pod {
 	return nil
 }
 
-// ActivePod returns the spec of the update the worker last acted on, or nil.
-func (m *Machine) ActivePod() *v1.Pod { return m.active.pod }
-
 // Times returns when the pod was first seen, started, asked to terminate and
 // terminated (zero when not yet).
 func (m *Machine) Times() (synced, started, terminating, terminated time.Time) {

@@ -101,10 +101,3 @@ func (s *schedule) popDue(now int64, buf []dueItem) []dueItem {
 	}
 	return buf
 }
-
-// len returns the number of entries, stale ones included.
-func (s *schedule) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.items)
-}

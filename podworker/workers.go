@@ -348,23 +348,18 @@ func (w *Workers) UpdatePod(o UpdatePodOptions) {
 	if eff.Notify {
 		w.spawnLocked(uid, rec)
 	}
+	lifecycle := rec.m.Lifecycle()
 	sh.mu.Unlock()
 
 	closeAll(eff.Close)
 	w.kick(next)
 	if log := w.log.V(4); log.Enabled() {
 		log.Info("pod update", "pod", podRef(o.Pod), "podUID", uid, "updateType", o.UpdateType.String(),
-			"lifecycle", rec.lifecycleForLog(sh), "ignored", eff.Ignored)
+			"lifecycle", lifecycle.String(), "ignored", eff.Ignored)
 	}
 	if eff.CancelSync {
 		w.log.V(2).Info("pod terminating", "pod", podRef(o.Pod), "podUID", uid)
 	}
-}
-
-func (rec *podRecord) lifecycleForLog(sh *shard) string {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return rec.m.Lifecycle().String()
 }
 
 // releaseCtxLocked cancels the pod's sync context, freeing it.
@@ -515,11 +510,7 @@ func (w *Workers) execute(ctx context.Context, uid types.UID, work Work, lastSyn
 		return w.syncer.SyncPod(ctx, work.UpdateType, work.Pod, work.MirrorPod, status)
 	case WorkTerminatingPod:
 		gp := work.GracePeriod
-		var fn func(*v1.PodStatus)
-		if work.StatusFunc != nil {
-			fn = work.StatusFunc
-		}
-		return false, w.syncer.SyncTerminatingPod(ctx, work.Pod, status, &gp, fn)
+		return false, w.syncer.SyncTerminatingPod(ctx, work.Pod, status, &gp, work.StatusFunc)
 	case WorkTerminatedPod:
 		return false, w.syncer.SyncTerminatedPod(ctx, work.Pod, status)
 	default:

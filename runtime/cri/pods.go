@@ -108,22 +108,6 @@ func (r *Runtime) listContainers(ctx context.Context, f *runtimeapi.ContainerFil
 	return resp.GetContainers(), nil
 }
 
-// listPod lists one pod's sandboxes and containers, in every state, by its
-// UID label. It returns nil when the runtime has nothing of the pod.
-func (r *Runtime) listPod(ctx context.Context, uid types.UID) (*runtime.Pod, error) {
-	sel := map[string]string{LabelPodUID: string(uid)}
-	pods, err := r.listPods(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel}, &runtimeapi.ContainerFilter{LabelSelector: sel})
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range pods {
-		if p.ID == uid {
-			return p, nil
-		}
-	}
-	return nil, nil
-}
-
 // GetPodStatus implements runtime.Runtime. Sandbox and container statuses
 // are sorted newest first. Objects that vanish while being read are skipped.
 func (r *Runtime) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error) {

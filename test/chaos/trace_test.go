@@ -36,13 +36,6 @@ func (t *trace) add(kind, format string, args ...any) {
 	t.counts[kind]++
 }
 
-// count returns how many events of kind were recorded.
-func (t *trace) count(kind string) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.counts[kind]
-}
-
 // summary returns the number of events and the counts by kind.
 func (t *trace) summary() string {
 	t.mu.Lock()

@@ -44,6 +44,10 @@ type HousekeepingResult struct {
 	// WorkingPods are the pod workers by label combination of
 	// kubelet_working_pods.
 	WorkingPods metrics.WorkingPodCounts
+	// Start is when the pass began and Duration how long it took, on the
+	// agent's clock.
+	Start    time.Time
+	Duration time.Duration
 }
 
 // Housekeeping runs one housekeeping pass (the kubelet's HandlePodCleanups,
@@ -66,8 +70,8 @@ func (a *Agent) LastHousekeeping() (HousekeepingResult, bool) {
 }
 
 func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
-	var res HousekeepingResult
 	start := a.clock.Now()
+	res := HousekeepingResult{Start: start}
 
 	// The config view.
 	allPods, mirrorPods, orphanedMirrors := a.pods.GetPodsAndMirrorPods()
@@ -185,12 +189,13 @@ func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
 
 	a.republishRejected(ctx)
 	a.forgetFinished(workingPods)
+	res.Duration = a.clock.Since(start)
 	a.mu.Lock()
 	a.housekeepings++
 	a.lastHousekeeping = res
 	a.mu.Unlock()
-	if d := a.clock.Since(start); d > housekeepingWarning {
-		a.log.Info("housekeeping took long", "duration", d)
+	if res.Duration > housekeepingWarning {
+		a.log.Info("housekeeping took long", "duration", res.Duration)
 	}
 	return res, nil
 }

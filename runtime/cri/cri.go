@@ -16,9 +16,6 @@ import (
 	"github.com/podlife/podlife/runtime"
 )
 
-// maxMsgSize matches the kubelet's CRI client (16 MiB).
-const maxMsgSize = 16 << 20
-
 // Runtime implements runtime.Runtime over a CRI endpoint. It is safe for
 // concurrent use; calls for different pods run in parallel.
 type Runtime struct {
@@ -47,7 +44,7 @@ func New(opts Options) (*Runtime, error) {
 	target := opts.Endpoint
 	dialOpts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(opts.MaxMessageSize), grpc.MaxCallSendMsgSize(opts.MaxMessageSize)),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: opts.ReconnectMaxDelay},
 			MinConnectTimeout: 5 * time.Second,

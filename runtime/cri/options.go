@@ -37,6 +37,7 @@ const (
 	DefaultBackOffMax        = 5 * time.Minute
 	DefaultReconnectMaxDelay = 2 * time.Second
 	DefaultGracePeriod       = int64(30) // seconds, when neither pod nor labels say
+	DefaultMaxMessageSize    = 16 << 20  // bytes, the kubelet's CRI client limit
 	// MinimumGracePeriod is the floor of every container stop, in seconds,
 	// as in the kubelet.
 	MinimumGracePeriod = int64(2)
@@ -77,6 +78,11 @@ type Options struct {
 	Clock clock.Clock
 	// Logger. The zero value discards.
 	Logger logr.Logger
+	// MaxMessageSize bounds each gRPC message sent or received, in bytes.
+	// Default 16 MiB (DefaultMaxMessageSize), the kubelet's. A listing of
+	// all containers is one message of roughly 0.5 KiB per container, so a
+	// node with more than about 30,000 containers needs more.
+	MaxMessageSize int
 }
 
 func (o Options) withDefaults() Options {
@@ -101,6 +107,9 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	if o.MaxMessageSize == 0 {
+		o.MaxMessageSize = DefaultMaxMessageSize
+	}
 	return o
 }
 
@@ -118,6 +127,9 @@ func (o Options) validate() error {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", name, d))
 		}
+	}
+	if o.MaxMessageSize < 0 {
+		errs = append(errs, fmt.Errorf("MaxMessageSize must not be negative, got %d", o.MaxMessageSize))
 	}
 	if o.BackOffMax < o.BackOffInitial {
 		errs = append(errs, fmt.Errorf("BackOffMax (%s) must not be below BackOffInitial (%s)", o.BackOffMax, o.BackOffInitial))

@@ -86,3 +86,21 @@ func (s *Server) StopSandbox(id string) error {
 	s.stopSandboxLocked(sb)
 	return nil
 }
+
+// RunningCounts returns how many sandboxes are ready and how many containers
+// are running.
+func (s *Server) RunningCounts() (readySandboxes, runningContainers int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sb := range s.sandboxes {
+		if sb.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+			readySandboxes++
+		}
+	}
+	for _, c := range s.containers {
+		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			runningContainers++
+		}
+	}
+	return readySandboxes, runningContainers
+}

@@ -1,0 +1,182 @@
+package scale
+
+import (
+	"flag"
+	goruntime "runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/metrics"
+)
+
+var (
+	flagPods   = flag.Int("scale.pods", 2000, "API pods (one container each) the agent holds at once")
+	flagPasses = flag.Int("scale.passes", 5, "housekeeping passes timed once every pod runs (the median is reported)")
+	flagLog    = flag.Bool("scale.log", false, "log the agent (V(2)) to the test log")
+)
+
+// settingsFor returns the agent's timings for n pods: the defaults (2s
+// housekeeping, 1s relist) from 10,000 pods on, shorter ones below so that
+// the small run stays short under -race.
+func settingsFor(n int) settings {
+	s := settings{pods: n, housekeeping: agent.DefaultHousekeepingInterval, relist: agent.DefaultRelistInterval, log: *flagLog}
+	if n < 10000 {
+		s.housekeeping, s.relist = 250*time.Millisecond, 250*time.Millisecond
+	}
+	return s
+}
+
+// timeouts scale with the number of pods (and are generous: the machine is
+// shared and the race detector slows everything down).
+func timeoutFor(n int) time.Duration { return 2*time.Minute + time.Duration(n)*20*time.Millisecond }
+
+// TestScale creates -scale.pods API pods, waits until every one runs,
+// measures the heap, the housekeeping pass and the drain, and checks that
+// every pod ran, that housekeeping saw exactly the desired pods and nothing
+// else, and that deleting every pod leaves no worker and no runtime object.
+func TestScale(t *testing.T) {
+	n := *flagPods
+	if n <= 0 {
+		t.Fatalf("-scale.pods must be positive, got %d", n)
+	}
+	s := settingsFor(n)
+	pods := apiPods(n)
+	w := startWorld(t, s)
+
+	// The baseline: the agent runs, empty; the pod objects exist already,
+	// so that the heap growth is what the agent and the runtime keep.
+	if err := w.push(nil); err != nil { // the API source's first snapshot
+		t.Fatal(err)
+	}
+	if err := waitFor(time.Minute, 10*time.Millisecond, func() (bool, string) {
+		return w.a.SourcesReady() && w.a.Housekeepings() > 0, "no housekeeping pass yet"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	heap0, g0 := liveHeap()
+
+	// Create.
+	start := time.Now()
+	if err := w.push(pods); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(timeoutFor(n), pollFor(n), func() (bool, string) { return w.allRunning(pods) }); err != nil {
+		t.Fatalf("pods did not all run: %v", err)
+	}
+	created := time.Since(start)
+	heap1, g1 := liveHeap()
+	t.Logf("created %d pods in %s (%.0f pods/s)", n, created.Round(time.Millisecond), float64(n)/created.Seconds())
+	t.Logf("live heap: %.1f MiB for %d running pods = %.0f B/pod (the agent, its CRI client and fakecri, pod objects excluded); goroutines %d -> %d",
+		float64(heap1-heap0)/(1<<20), n, float64(heap1-heap0)/float64(n), g0, g1)
+	if _, _, terminal := w.rep.counts(); terminal != 0 {
+		t.Errorf("%d terminal phases reported for pods that were never deleted", terminal)
+	}
+
+	// Housekeeping passes with every pod running.
+	passes := housekeepingPasses(t, w, *flagPasses, timeoutFor(n))
+	durations := make([]time.Duration, len(passes))
+	for i, hk := range passes {
+		durations[i] = hk.Duration
+		checkSteadyPass(t, hk, n)
+	}
+	t.Logf("housekeeping passes at %d pods: %v; median %s", n, durations, median(durations).Round(time.Microsecond))
+
+	// Drain: every pod deleted with grace 0, then removed from the "API
+	// server" once finished.
+	start = time.Now()
+	if err := w.push(deleted(pods, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(timeoutFor(n), pollFor(n), func() (bool, string) {
+		_, finished, _ := w.rep.counts()
+		return finished == n, "not every pod finished"
+	}); err != nil {
+		_, finished, _ := w.rep.counts()
+		t.Fatalf("%v: %d of %d finished", err, finished, n)
+	}
+	finished := time.Since(start)
+	if err := w.push(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(timeoutFor(n), pollFor(n), w.drained); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	drained := time.Since(start)
+	t.Logf("drained %d pods: all finished in %s, workers and runtime empty in %s (%.0f pods/s)",
+		n, finished.Round(time.Millisecond), drained.Round(time.Millisecond), float64(n)/drained.Seconds())
+
+	// A pass after the drain sees nothing.
+	after := housekeepingPasses(t, w, 1, time.Minute)[0]
+	if after.DesiredRegular != 0 || after.ActiveRegular != 0 || after.OrphanedRuntimePods != 0 || total(after.WorkingPods) != 0 {
+		t.Errorf("housekeeping after the drain: %+v", after)
+	}
+	heap2, g2 := liveHeap()
+	t.Logf("live heap after the drain: %+.1f MiB from the baseline; goroutines %d", float64(heap2-heap0)/(1<<20), g2)
+	goruntime.KeepAlive(pods)
+}
+
+// housekeepingPasses waits for k passes that start after the call and
+// returns what each did.
+func housekeepingPasses(t *testing.T, w *world, k int, within time.Duration) []agent.HousekeepingResult {
+	t.Helper()
+	since := time.Now()
+	var out []agent.HousekeepingResult
+	last := w.a.Housekeepings()
+	err := waitFor(within, 5*time.Millisecond, func() (bool, string) {
+		if c := w.a.Housekeepings(); c != last {
+			last = c
+			if hk, ok := w.a.LastHousekeeping(); ok && !hk.Start.Before(since) {
+				out = append(out, hk)
+			}
+		}
+		return len(out) >= k, "too few housekeeping passes"
+	})
+	if err != nil {
+		t.Fatalf("%v: %d of %d", err, len(out), k)
+	}
+	return out
+}
+
+// checkSteadyPass checks a pass made while n API pods run and nothing else
+// happens.
+func checkSteadyPass(t *testing.T, hk agent.HousekeepingResult, n int) {
+	t.Helper()
+	sync := hk.WorkingPods[metrics.WorkingPodKeyFor(metrics.LifecycleSync, false, true, false)]
+	if hk.DesiredRegular != n || hk.ActiveRegular != n || hk.DesiredStatic != 0 || sync != n || total(hk.WorkingPods) != n ||
+		hk.OrphanedRuntimePods != 0 || hk.RestartedRegular != 0 || hk.TerminalPodsToDelete != 0 || hk.DeadPodsRemoved != 0 {
+		t.Errorf("housekeeping pass with %d running pods: %+v", n, hk)
+	}
+	if hk.Duration <= 0 {
+		t.Errorf("housekeeping pass took %s", hk.Duration)
+	}
+}
+
+func total(c metrics.WorkingPodCounts) int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// pollFor is the polling interval of the waits: a full check of n pods
+// costs about n/10 µs.
+func pollFor(n int) time.Duration {
+	return max(20*time.Millisecond, time.Duration(n)*5*time.Microsecond)
+}
+
+// liveHeap returns the live heap after a GC, and the number of goroutines.
+func liveHeap() (heap int64, goroutines int) {
+	var ms goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc), goruntime.NumGoroutine()
+}

@@ -35,17 +35,12 @@ func (s *Server) ExitContainer(id string, code int32) error {
 func (s *Server) Forget(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.containers[id]; ok {
-		delete(s.containers, id)
+	if c, ok := s.containers[id]; ok {
+		s.removeContainerLocked(c)
 		return nil
 	}
-	if _, ok := s.sandboxes[id]; ok {
-		for cid, c := range s.containers {
-			if c.sandboxID == id {
-				delete(s.containers, cid)
-			}
-		}
-		delete(s.sandboxes, id)
+	if sb, ok := s.sandboxes[id]; ok {
+		s.removeSandboxLocked(sb)
 		return nil
 	}
 	return fmt.Errorf("forget %q: %w", id, ErrNoSuchObject)

@@ -24,6 +24,8 @@ type sandbox struct {
 	state     runtimeapi.PodSandboxState
 	createdAt int64
 	ip        string
+	// containers are the containers created in the sandbox, by ID.
+	containers map[string]*container
 }
 
 type container struct {
@@ -102,11 +104,8 @@ func (r *runtimeService) RunPodSandbox(_ context.Context, req *runtimeapi.RunPod
 	s := r.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, sb := range s.sandboxes {
-		m := sb.config.GetMetadata()
-		if m.GetName() == md.GetName() && m.GetNamespace() == md.GetNamespace() && m.GetUid() == md.GetUid() && m.GetAttempt() == md.GetAttempt() {
-			return nil, status.Errorf(codes.AlreadyExists, "sandbox name %q (attempt %d) is reserved for %q", md.GetName()+"_"+md.GetNamespace(), md.GetAttempt(), sb.id)
-		}
+	if id, ok := s.sandboxNames[sandboxNameOf(md)]; ok {
+		return nil, status.Errorf(codes.AlreadyExists, "sandbox name %q (attempt %d) is reserved for %q", md.GetName()+"_"+md.GetNamespace(), md.GetAttempt(), id)
 	}
 	sb := &sandbox{
 		id:        s.newIDLocked("sandbox", md.GetUid()),
@@ -119,7 +118,7 @@ func (r *runtimeService) RunPodSandbox(_ context.Context, req *runtimeapi.RunPod
 		sb.ip = s.opts.PodIPPrefix + strconv.Itoa(s.nextIP)
 		s.nextIP++
 	}
-	s.sandboxes[sb.id] = sb
+	s.addSandboxLocked(sb)
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: sb.id}, nil
 }
 
@@ -137,8 +136,8 @@ func (r *runtimeService) StopPodSandbox(_ context.Context, req *runtimeapi.StopP
 }
 
 func (s *Server) stopSandboxLocked(sb *sandbox) {
-	for _, c := range s.containers {
-		if c.sandboxID == sb.id && c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
+	for _, c := range sb.containers {
+		if c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
 			s.exitLocked(c, 137, "Error", "killed: sandbox stopped")
 		}
 	}
@@ -158,12 +157,7 @@ func (r *runtimeService) RemovePodSandbox(_ context.Context, req *runtimeapi.Rem
 	if sb.state == runtimeapi.PodSandboxState_SANDBOX_READY {
 		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %q is running; stop it before removing it", sb.id)
 	}
-	for id, c := range s.containers {
-		if c.sandboxID == sb.id {
-			delete(s.containers, id)
-		}
-	}
-	delete(s.sandboxes, sb.id)
+	s.removeSandboxLocked(sb)
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
 }
 
@@ -202,14 +196,17 @@ func (sb *sandbox) namespaceOptions() *runtimeapi.NamespaceOption {
 	return &runtimeapi.NamespaceOption{}
 }
 
+// listProto returns the sandbox as ListPodSandbox lists it. The metadata,
+// labels and annotations are the config's own, not copies: a config is
+// never changed once stored, and the response is only marshalled.
 func (sb *sandbox) listProto() *runtimeapi.PodSandbox {
 	return &runtimeapi.PodSandbox{
 		Id:             sb.id,
-		Metadata:       proto.Clone(sb.config.GetMetadata()).(*runtimeapi.PodSandboxMetadata),
+		Metadata:       sb.config.GetMetadata(),
 		State:          sb.state,
 		CreatedAt:      sb.createdAt,
-		Labels:         maps.Clone(sb.config.GetLabels()),
-		Annotations:    maps.Clone(sb.config.GetAnnotations()),
+		Labels:         sb.config.GetLabels(),
+		Annotations:    sb.config.GetAnnotations(),
 		RuntimeHandler: sb.handler,
 	}
 }
@@ -229,18 +226,18 @@ func (r *runtimeService) ListPodSandbox(_ context.Context, req *runtimeapi.ListP
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	resp := &runtimeapi.ListPodSandboxResponse{}
-	for _, sb := range s.sandboxes {
+	s.eachSandboxLocked(f, func(sb *sandbox) {
 		if f.GetId() != "" && f.GetId() != sb.id {
-			continue
+			return
 		}
 		if f.GetState() != nil && f.GetState().GetState() != sb.state {
-			continue
+			return
 		}
 		if !matchLabels(f.GetLabelSelector(), sb.config.GetLabels()) {
-			continue
+			return
 		}
 		resp.Items = append(resp.Items, sb.listProto())
-	}
+	})
 	slices.SortFunc(resp.Items, func(a, b *runtimeapi.PodSandbox) int {
 		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.Id, b.Id))
 	})
@@ -270,8 +267,8 @@ func (r *runtimeService) CreateContainer(_ context.Context, req *runtimeapi.Crea
 	if img == nil {
 		return nil, status.Errorf(codes.NotFound, "container %q: image %q not found: pull it first", md.GetName(), cfg.GetImage().GetImage())
 	}
-	for _, c := range s.containers {
-		if c.sandboxID == sb.id && c.config.GetMetadata().GetName() == md.GetName() && c.config.GetMetadata().GetAttempt() == md.GetAttempt() {
+	for _, c := range sb.containers {
+		if containerNameOf(c.config.GetMetadata()) == containerNameOf(md) {
 			return nil, status.Errorf(codes.AlreadyExists, "container name %q (attempt %d) is reserved for %q", md.GetName(), md.GetAttempt(), c.id)
 		}
 	}
@@ -283,7 +280,7 @@ func (r *runtimeService) CreateContainer(_ context.Context, req *runtimeapi.Crea
 		state:     runtimeapi.ContainerState_CONTAINER_CREATED,
 		createdAt: s.now(),
 	}
-	s.containers[c.id] = c
+	s.addContainerLocked(sb, c)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
 
@@ -361,7 +358,9 @@ func (r *runtimeService) RemoveContainer(_ context.Context, req *runtimeapi.Remo
 	s := r.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.containers, req.GetContainerId())
+	if c, ok := s.containers[req.GetContainerId()]; ok {
+		s.removeContainerLocked(c)
+	}
 	return &runtimeapi.RemoveContainerResponse{}, nil
 }
 
@@ -371,31 +370,33 @@ func (r *runtimeService) ListContainers(_ context.Context, req *runtimeapi.ListC
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	resp := &runtimeapi.ListContainersResponse{}
-	for _, c := range s.containers {
+	s.eachContainerLocked(f, func(c *container) {
 		if f.GetId() != "" && f.GetId() != c.id {
-			continue
+			return
 		}
 		if f.GetPodSandboxId() != "" && f.GetPodSandboxId() != c.sandboxID {
-			continue
+			return
 		}
 		if f.GetState() != nil && f.GetState().GetState() != c.state {
-			continue
+			return
 		}
 		if !matchLabels(f.GetLabelSelector(), c.config.GetLabels()) {
-			continue
+			return
 		}
+		// The config's own metadata, image, labels and annotations: a
+		// config is never changed once stored.
 		resp.Containers = append(resp.Containers, &runtimeapi.Container{
 			Id:           c.id,
 			PodSandboxId: c.sandboxID,
-			Metadata:     proto.Clone(c.config.GetMetadata()).(*runtimeapi.ContainerMetadata),
-			Image:        proto.Clone(c.config.GetImage()).(*runtimeapi.ImageSpec),
+			Metadata:     c.config.GetMetadata(),
+			Image:        c.config.GetImage(),
 			ImageRef:     c.imageRef,
 			State:        c.state,
 			CreatedAt:    c.createdAt,
-			Labels:       maps.Clone(c.config.GetLabels()),
-			Annotations:  maps.Clone(c.config.GetAnnotations()),
+			Labels:       c.config.GetLabels(),
+			Annotations:  c.config.GetAnnotations(),
 		})
-	}
+	})
 	slices.SortFunc(resp.Containers, func(a, b *runtimeapi.Container) int {
 		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.Id, b.Id))
 	})

@@ -84,13 +84,23 @@ type Server struct {
 	up         bool
 	stopped    bool
 	faults     []*fault
-	calls      []string
-	nextID     uint64
-	nextIP     int
-	sandboxes  map[string]*sandbox
-	containers map[string]*container
-	images     map[string]*image // by ID
-	stopTimes  map[string]int64  // container ID → timeout of its last StopContainer
+	// calls is the call log: indexes into methods (methodIndex is the
+	// reverse); callCounts counts calls by method.
+	calls       []uint8
+	methods     []string
+	methodIndex map[string]uint8
+	callCounts  map[string]int
+	nextID      uint64
+	nextIP      int
+	sandboxes   map[string]*sandbox
+	containers  map[string]*container
+	// Indexes of sandboxes and containers, kept by the store helpers
+	// (store.go): reserved sandbox names, and both by pod UID label.
+	sandboxNames  map[sandboxName]string
+	podSandboxes  map[string]map[string]*sandbox
+	podContainers map[string]map[string]*container
+	images        map[string]*image // by ID
+	stopTimes     map[string]int64  // container ID → timeout of its last StopContainer
 }
 
 // New returns a Server with the given options. It does not listen yet.
@@ -102,8 +112,15 @@ func New(opts Options) *Server {
 		nextIP:     2,
 		sandboxes:  map[string]*sandbox{},
 		containers: map[string]*container{},
-		images:     map[string]*image{},
-		stopTimes:  map[string]int64{},
+
+		sandboxNames:  map[sandboxName]string{},
+		podSandboxes:  map[string]map[string]*sandbox{},
+		podContainers: map[string]map[string]*container{},
+		images:        map[string]*image{},
+		stopTimes:     map[string]int64{},
+
+		methodIndex: map[string]uint8{},
+		callCounts:  map[string]int{},
 	}
 	for _, ref := range opts.Images {
 		s.addImageLocked(ref)

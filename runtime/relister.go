@@ -58,10 +58,18 @@ type RelisterOptions struct {
 	// lock held. It should hand the event off quickly (to a channel, a work
 	// queue or PodWorkers.UpdatePod); relisting waits for it.
 	OnEvent func(PodEvent)
+	// Workers is how many changed pods a relist inspects at once (their
+	// GetPodStatus calls run in parallel; the cache is written and OnEvent
+	// called by the relisting goroutine alone). Default 8
+	// (DefaultRelistWorkers); 1 inspects them one after the other.
+	Workers int
 }
 
 // DefaultRelistInterval is the default RelisterOptions.Interval.
 const DefaultRelistInterval = time.Second
+
+// DefaultRelistWorkers is the default RelisterOptions.Workers.
+const DefaultRelistWorkers = 8
 
 func (o RelisterOptions) withDefaults() RelisterOptions {
 	if o.Interval == 0 {
@@ -69,6 +77,9 @@ func (o RelisterOptions) withDefaults() RelisterOptions {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.Workers == 0 {
+		o.Workers = DefaultRelistWorkers
 	}
 	return o
 }
@@ -83,6 +94,9 @@ func (o RelisterOptions) validate() error {
 	}
 	if o.Interval < 0 {
 		errs = append(errs, fmt.Errorf("Interval must not be negative, got %s", o.Interval))
+	}
+	if o.Workers < 0 {
+		errs = append(errs, fmt.Errorf("Workers must not be negative, got %d", o.Workers))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid relister options: %w", err)
@@ -112,6 +126,7 @@ type Relister struct {
 
 	mu         sync.Mutex
 	lastRelist time.Time // start time of the last successful relist
+	lastPods   []*Pod    // what the last successful relist listed
 }
 
 // NewRelister validates opts and returns a Relister. It starts nothing.
@@ -171,6 +186,22 @@ func (r *Relister) ForceUpdateIfOlder(ctx context.Context, minTime time.Time) er
 	return r.relistHeld(ctx)
 }
 
+// Pods returns every pod in the runtime (GetPods(ctx, true)) as listed by a
+// relist that started at or after minTime, relisting first unless such a
+// relist has already completed. The pods are the relister's own: read
+// them, do not modify them.
+func (r *Relister) Pods(ctx context.Context, minTime time.Time) ([]*Pod, error) {
+	if err := r.ForceUpdateIfOlder(ctx, minTime); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastRelist.Before(minTime) { // unreachable: relists only move forward
+		return nil, fmt.Errorf("relist: no listing since %s", minTime)
+	}
+	return r.lastPods, nil
+}
+
 // ForceRefresh relists now, waiting for a relist in progress to finish first.
 func (r *Relister) ForceRefresh(ctx context.Context) error {
 	if err := r.acquire(ctx); err != nil {
@@ -226,34 +257,39 @@ func (r *Relister) relistHeld(ctx context.Context) error {
 		changed[uid] = struct{}{}
 	}
 
-	reinspect := map[types.UID]struct{}{}
+	// Pods gone from the runtime get an empty status; the others are
+	// inspected, in parallel.
+	var inspect []*Pod
 	for uid := range changed {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("relist: %w", err)
-		}
-		p, ok := current[uid]
-		if !ok {
-			old := r.previous[uid]
-			if old == nil { // a pod to reinspect that has gone meanwhile
-				r.opts.Cache.Set(uid, &PodStatus{ID: uid}, nil, ts)
-				continue
-			}
-			r.opts.Cache.Set(uid, &PodStatus{ID: uid, Name: old.Name, Namespace: old.Namespace, TimeStamp: ts}, nil, ts)
+		if p, ok := current[uid]; ok {
+			inspect = append(inspect, p)
 			continue
 		}
-		status, err := r.opts.Runtime.GetPodStatus(ctx, uid, p.Name, p.Namespace)
-		if err != nil {
-			r.log.V(4).Info("pod status not readable", "pod", p.Namespace+"/"+p.Name, "podUID", uid, "err", err)
-			reinspect[uid] = struct{}{}
-			events = append(events, PodEvent{ID: uid, Type: PodSync})
+		old := r.previous[uid]
+		if old == nil { // a pod to reinspect that has gone meanwhile
+			r.opts.Cache.Set(uid, &PodStatus{ID: uid}, nil, ts)
+			continue
 		}
-		r.opts.Cache.Set(uid, status, err, ts)
+		r.opts.Cache.Set(uid, &PodStatus{ID: uid, Name: old.Name, Namespace: old.Namespace, TimeStamp: ts}, nil, ts)
+	}
+	reinspect := map[types.UID]struct{}{}
+	err = r.inspect(ctx, inspect, func(p *Pod, status *PodStatus, err error) {
+		if err != nil {
+			r.log.V(4).Info("pod status not readable", "pod", p.Namespace+"/"+p.Name, "podUID", p.ID, "err", err)
+			reinspect[p.ID] = struct{}{}
+			events = append(events, PodEvent{ID: p.ID, Type: PodSync})
+		}
+		r.opts.Cache.Set(p.ID, status, err, ts)
+	})
+	if err != nil {
+		return fmt.Errorf("relist: %w", err)
 	}
 	r.opts.Cache.UpdateTime(ts)
 	r.previous = current
 	r.reinspect = reinspect
 	r.mu.Lock()
 	r.lastRelist = ts
+	r.lastPods = pods
 	r.mu.Unlock()
 
 	if r.opts.OnEvent != nil {
@@ -265,10 +301,75 @@ func (r *Relister) relistHeld(ctx context.Context) error {
 	return nil
 }
 
+// inspect reads the status of every pod, with up to Options.Workers
+// GetPodStatus calls at once, and calls done for each pod, on the calling
+// goroutine, as its status arrives. It returns ctx's error, once every
+// worker has returned, if ctx ends first (done is then not called for the
+// pods not read).
+func (r *Relister) inspect(ctx context.Context, pods []*Pod, done func(p *Pod, status *PodStatus, err error)) error {
+	if len(pods) == 0 {
+		return ctx.Err()
+	}
+	type result struct {
+		pod    *Pod
+		status *PodStatus
+		err    error
+	}
+	workers := min(r.opts.Workers, len(pods))
+	jobs := make(chan *Pod)
+	results := make(chan result, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range jobs {
+				st, err := r.opts.Runtime.GetPodStatus(ctx, p.ID, p.Name, p.Namespace)
+				results <- result{p, st, err}
+			}
+		}()
+	}
+	// The feeder: it stops handing out pods when ctx ends, and closes jobs
+	// so that the workers return.
+	wg.Add(1)
+	fed := make(chan int, 1)
+	go func() {
+		defer wg.Done()
+		defer close(jobs)
+		n := 0
+		defer func() { fed <- n }()
+		for _, p := range pods {
+			select {
+			case jobs <- p:
+				n++
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	received, want := 0, -1
+	for want < 0 || received < want {
+		select {
+		case res := <-results:
+			received++
+			if ctx.Err() == nil {
+				done(res.pod, res.status, res.err)
+			}
+		case n := <-fed:
+			want = n
+		}
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
 // diffPod compares the containers and sandboxes of one pod between two
 // listings (either may be nil) and returns the events in a stable order:
 // sandboxes first, then containers, each in listing order, then removals.
 func diffPod(uid types.UID, old, cur *Pod) []PodEvent {
+	if unchanged(old, cur) {
+		return nil
+	}
 	oldStates := map[string]ContainerState{}
 	var oldOrder []string
 	if old != nil {
@@ -295,6 +396,24 @@ func diffPod(uid types.UID, old, cur *Pod) []PodEvent {
 		}
 	}
 	return events
+}
+
+// unchanged reports, without allocating, whether two listings of a pod hold
+// the same sandboxes and containers in the same order and states: the
+// common case, which diffPod then need not work out in full.
+func unchanged(old, cur *Pod) bool {
+	if old == nil || cur == nil || len(old.Sandboxes) != len(cur.Sandboxes) || len(old.Containers) != len(cur.Containers) {
+		return false
+	}
+	same := func(a, b []*Container) bool {
+		for i := range a {
+			if a[i].ID.ID != b[i].ID.ID || a[i].State != b[i].State {
+				return false
+			}
+		}
+		return true
+	}
+	return same(old.Sandboxes, cur.Sandboxes) && same(old.Containers, cur.Containers)
 }
 
 func stateEvent(s ContainerState) PodEventType {

@@ -1,0 +1,180 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/podlife/podlife/runtime"
+)
+
+// gateRuntime's GetPodStatus waits until want calls are in flight at once
+// (or a deadline passes, which the test reports), and records the largest
+// number of calls in flight.
+type gateRuntime struct {
+	*listRuntime
+	want    int
+	reached chan struct{}
+	cancel  context.CancelFunc // when set, called by the want-th call
+
+	mu          sync.Mutex
+	inFlight    int
+	maxInFlight int
+	timedOut    bool
+}
+
+func (g *gateRuntime) GetPodStatus(ctx context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
+	g.mu.Lock()
+	g.inFlight++
+	g.maxInFlight = max(g.maxInFlight, g.inFlight)
+	if g.inFlight == g.want {
+		select {
+		case <-g.reached:
+		default:
+			close(g.reached)
+			if g.cancel != nil {
+				g.cancel()
+			}
+		}
+	}
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.inFlight--
+		g.mu.Unlock()
+	}()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	select {
+	case <-g.reached:
+	case <-deadline.C:
+		g.mu.Lock()
+		g.timedOut = true
+		g.mu.Unlock()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return g.listRuntime.GetPodStatus(ctx, uid, name, ns)
+}
+
+// TestRelisterInspectsChangedPodsInParallel: a relist reads the statuses of
+// changed pods with Workers calls in flight at once, never more; the cache
+// holds every status, and every event is delivered after it, on the
+// relisting goroutine.
+func TestRelisterInspectsChangedPodsInParallel(t *testing.T) {
+	const workers, pods = 4, 40
+	g := &gateRuntime{listRuntime: newListRuntime(), want: workers, reached: make(chan struct{})}
+	for i := range pods {
+		g.setPod(types.UID(fmt.Sprintf("p%02d", i)), runtime.ContainerStateRunning)
+	}
+	cache := runtime.NewCache()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var mu sync.Mutex
+	events, early := 0, 0
+	r, err := runtime.NewRelister(runtime.RelisterOptions{Runtime: g, Cache: cache, Clock: clk, Workers: workers,
+		OnEvent: func(e runtime.PodEvent) {
+			st, err := cache.Get(e.ID)
+			mu.Lock()
+			defer mu.Unlock()
+			events++
+			if err != nil || len(st.ContainerStatuses) != 1 {
+				early++
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ForceRefresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.timedOut {
+		t.Errorf("never %d status reads in flight at once (at most %d)", workers, g.maxInFlight)
+	}
+	if g.maxInFlight > workers {
+		t.Errorf("%d status reads in flight at once, want at most %d", g.maxInFlight, workers)
+	}
+	if n := len(g.takeStatusCalls()); n != pods {
+		t.Errorf("%d status reads, want %d", n, pods)
+	}
+	if events != 2*pods || early != 0 {
+		t.Errorf("%d events (want %d), %d of them before the cache held the pod's status", events, 2*pods, early)
+	}
+	if !r.LastRelist().Equal(clk.Now()) {
+		t.Errorf("LastRelist %s, want %s", r.LastRelist(), clk.Now())
+	}
+}
+
+// TestRelisterCancelledWhileInspecting: a relist whose context ends while
+// statuses are read returns the context's error, once every status read has
+// returned, and does not count as a relist.
+func TestRelisterCancelledWhileInspecting(t *testing.T) {
+	const workers, pods = 3, 30
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := &gateRuntime{listRuntime: newListRuntime(), want: workers, reached: make(chan struct{}), cancel: cancel}
+	for i := range pods {
+		g.setPod(types.UID(fmt.Sprintf("p%02d", i)), runtime.ContainerStateRunning)
+	}
+	cache := runtime.NewCache()
+	var events int
+	r, err := runtime.NewRelister(runtime.RelisterOptions{Runtime: g, Cache: cache, Workers: workers,
+		OnEvent: func(runtime.PodEvent) { events++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ForceRefresh(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ForceRefresh = %v, want context.Canceled", err)
+	}
+	g.mu.Lock()
+	inFlight := g.inFlight
+	g.mu.Unlock()
+	if inFlight != 0 {
+		t.Errorf("%d status reads still in flight after ForceRefresh returned", inFlight)
+	}
+	if events != 0 || !r.LastRelist().IsZero() {
+		t.Errorf("a cancelled relist delivered %d events, LastRelist %s", events, r.LastRelist())
+	}
+	if _, err := runtime.NewRelister(runtime.RelisterOptions{Runtime: g, Cache: cache, Workers: -1}); err == nil {
+		t.Error("Workers -1 accepted")
+	}
+}
+
+// TestRelisterPods: Pods relists only when no relist started at or after
+// minTime, and returns what that relist listed.
+func TestRelisterPods(t *testing.T) {
+	r, rt, _, _, clk := newRelister(t)
+	ctx := context.Background()
+	rt.setPod("a", runtime.ContainerStateRunning)
+	t0 := clk.Now()
+	pods, err := r.Pods(ctx, t0)
+	if err != nil || len(pods) != 1 || pods[0].ID != "a" {
+		t.Fatalf("Pods = %v, %v; want pod a", pods, err)
+	}
+	rt.setPod("b", runtime.ContainerStateRunning)
+	// A relist started at t0 is fresh enough for t0: no new listing.
+	if pods, err := r.Pods(ctx, t0); err != nil || len(pods) != 1 {
+		t.Fatalf("Pods(t0) again = %v, %v; want the same listing", pods, err)
+	}
+	rt.mu.Lock()
+	lists := rt.lists
+	rt.mu.Unlock()
+	clk.Step(time.Second)
+	pods, err = r.Pods(ctx, clk.Now())
+	if err != nil || len(pods) != 2 {
+		t.Fatalf("Pods(later) = %v, %v; want a and b", pods, err)
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.lists != lists+1 {
+		t.Errorf("%d listings for a later minTime, want 1", rt.lists-lists)
+	}
+}

@@ -91,6 +91,7 @@ func New(opts Options) (*Agent, error) {
 		Runtime:  opts.Runtime,
 		Cache:    a.cache,
 		Interval: opts.RelistInterval,
+		Workers:  opts.RelistWorkers,
 		Clock:    opts.Clock,
 		Logger:   opts.Logger.WithName("relister"),
 		OnEvent:  a.handleRuntimeEvent,

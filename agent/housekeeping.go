@@ -81,14 +81,13 @@ func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
 	workingPods := a.workers.SyncKnownPods(allPods)
 
 	// A fresh runtime view: a pod recreated with the same UID must not be
-	// delayed by stale data.
-	if err := a.relist.ForceUpdateIfOlder(ctx, start); err != nil {
+	// delayed by stale data. One listing, the relister's, serves the status
+	// cache, the running pods and the dead remains.
+	runtimePods, err := a.relist.Pods(ctx, start)
+	if err != nil {
 		return res, fmt.Errorf("refresh runtime cache: %w", err)
 	}
-	runningPods, err := a.rt.GetPods(ctx, false)
-	if err != nil {
-		return res, fmt.Errorf("list runtime pods: %w", err)
-	}
+	runningPods := running(runtimePods)
 	inRuntime := make(map[types.UID]*runtime.Pod, len(runningPods))
 	for _, rp := range runningPods {
 		inRuntime[rp.ID] = rp
@@ -176,7 +175,7 @@ func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
 	}
 	a.metrics.AddOrphanedRuntimePods(res.OrphanedRuntimePods)
 
-	res.DeadPodsRemoved = a.removeDeadRemains(ctx, workingPods, inRuntime)
+	res.DeadPodsRemoved = a.removeDeadRemains(ctx, runtimePods, workingPods, inRuntime)
 
 	// kubelet_working_pods, every valid combination.
 	res.WorkingPods = metrics.WorkingPodCounts{}
@@ -211,12 +210,7 @@ const maxDeadRemovalsPerPass = 20
 // while no agent ran. Nothing else would ever remove them (the kubelet
 // has container garbage collection for this). Errors are logged; the next
 // pass tries again.
-func (a *Agent) removeDeadRemains(ctx context.Context, workingPods map[types.UID]podworker.PodWorkerSync, running map[types.UID]*runtime.Pod) int {
-	all, err := a.rt.GetPods(ctx, true)
-	if err != nil {
-		a.log.Error(err, "listing dead runtime pods failed")
-		return 0
-	}
+func (a *Agent) removeDeadRemains(ctx context.Context, all []*runtime.Pod, workingPods map[types.UID]podworker.PodWorkerSync, running map[types.UID]*runtime.Pod) int {
 	removed, tried := 0, 0
 	for _, rp := range all {
 		if _, known := workingPods[rp.ID]; known {
@@ -241,6 +235,49 @@ func (a *Agent) removeDeadRemains(ctx context.Context, workingPods map[types.UID
 		a.log.V(2).Info("dead remains of an unknown pod removed", "pod", rp.Namespace+"/"+rp.Name, "podUID", rp.ID)
 	}
 	return removed
+}
+
+// running returns what GetPods(ctx, false) would list, from a listing of
+// everything: the pods with a ready sandbox or a running container, each
+// with only those. Pods that are entirely running are returned as they are;
+// the others are copies.
+func running(all []*runtime.Pod) []*runtime.Pod {
+	var out []*runtime.Pod
+	for _, p := range all {
+		sandboxes, allSandboxes := runningOnly(p.Sandboxes)
+		containers, allContainers := runningOnly(p.Containers)
+		switch {
+		case len(sandboxes) == 0 && len(containers) == 0:
+		case allSandboxes && allContainers:
+			out = append(out, p)
+		default:
+			c := *p
+			c.Sandboxes, c.Containers = sandboxes, containers
+			out = append(out, &c)
+		}
+	}
+	return out
+}
+
+// runningOnly returns the running ones of cs (cs itself when all are) and
+// whether all are.
+func runningOnly(cs []*runtime.Container) ([]*runtime.Container, bool) {
+	n := 0
+	for _, c := range cs {
+		if c.State == runtime.ContainerStateRunning {
+			n++
+		}
+	}
+	if n == len(cs) {
+		return cs, true
+	}
+	out := make([]*runtime.Container, 0, n)
+	for _, c := range cs {
+		if c.State == runtime.ContainerStateRunning {
+			out = append(out, c)
+		}
+	}
+	return out, false
 }
 
 // forgetFinished drops what the agent remembers of pods that neither the

@@ -43,8 +43,9 @@
 // Work, Effects). It has no locks, goroutines, clock or I/O, and it rejects
 // illegal events with errors. Workers is a thin driver around one Machine
 // per pod: it keeps them in 64 independently locked shards, runs a pod's
-// Syncer calls on a goroutine that exists only while the pod has work (so an
-// idle pod costs only its record), never calls the Syncer under a lock, and
+// Syncer calls on a goroutine held only while the pod has work (so an idle
+// pod costs only its record, about 160 bytes), never calls the Syncer under
+// a lock, and
 // keeps one timer for all delayed re-deliveries (resyncs and retries) in a
 // min-heap. Users can step a Machine directly in tests; see the
 // podworkertest package for a recording FakeSyncer.
@@ -68,9 +69,15 @@
 //     further call from the caller. This removes the kubelet's
 //     stuck-terminating bug class (a force-deleted pod whose kill hit a
 //     runtime error and was never tried again).
+//   - Every pod with work gets a goroutine of its own at once: a slow or
+//     blocked Syncer call of one pod never delays another pod. Goroutines
+//     are reused: one whose pod has no more work takes the next pod that
+//     has, or parks (at most max(2, GOMAXPROCS) park), and a burst of pods
+//     starts new goroutines only as fast as the scheduler runs them, so the
+//     Go runtime is not left holding thousands of dead goroutines' stacks.
 //   - Run(ctx) cancels the Syncer calls in flight when ctx ends and returns
-//     only after every pod goroutine has exited. No Syncer method is called
-//     before Run.
+//     only after every pod goroutine, parked ones included, has exited. No
+//     Syncer method is called before Run.
 //
 // # Differences from the kubelet
 //

@@ -3,6 +3,7 @@ package podworker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -167,21 +168,60 @@ var (
 	ErrNotInFlight   = errors.New("no work in flight")
 	ErrInFlight      = errors.New("work already in flight")
 	ErrIllegalResult = errors.New("illegal result for the pod's lifecycle")
+	ErrBadUpdateType = errors.New("unknown update type")
 )
 
 // update is a pending or active update. Kill options never need to be kept:
 // while a pod terminates they are folded into the Machine (grace period,
 // CompletedCh list, status func, eviction), and at any other time they are
-// dropped.
+// dropped. Its type and static bit live in the Machine's flag bytes, so that
+// an idle pod's record stays small (docs/benchmarks.md, idle pods).
 type update struct {
-	updateType SyncPodType
-	startTime  time.Time
+	specs
+	startTime nanotime
+}
+
+// specs are the objects an update carries.
+type specs struct {
 	pod        *v1.Pod
 	mirrorPod  *v1.Pod
 	runningPod *runtime.Pod
-	// podStatic caches podmanager.IsStaticPod(pod), computed when the
-	// update arrives, so that scans over every pod never touch pod objects.
-	podStatic bool
+}
+
+// nanotime is a time as unix nanoseconds of the injected clock, 0 meaning
+// unset: 8 bytes instead of time.Time's 24. The instant of the Unix epoch
+// itself is stored 1 ns later so that it is not taken for unset.
+type nanotime int64
+
+func stamp(t time.Time) nanotime {
+	if t.IsZero() {
+		return 0
+	}
+	if n := t.UnixNano(); n != 0 {
+		return nanotime(n)
+	}
+	return 1
+}
+
+// Time returns n as a time.Time (the zero time when unset). The monotonic
+// reading of the original is not kept.
+func (n nanotime) Time() time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(n))
+}
+
+// termination holds what only a terminating or static pod needs, allocated
+// on first need so that a running pod does not carry it.
+type termination struct {
+	fullName      string   // static pods only: their place in line for the name
+	terminatingAt nanotime // termination requested
+	terminatedAt  nanotime // SyncTerminatingPod succeeded
+	gracePeriod   int64    // effective; set once terminating, only shrinks
+	completed     []chan<- struct{}
+	statusFn      PodStatusFunc
+	evicted       bool
 }
 
 // Machine is the lifecycle state machine of one pod: a pure, synchronous
@@ -195,35 +235,62 @@ type update struct {
 //	work, ok, _, _ := m.Next(now, podworker.StartAllowed) // work.Kind == WorkSyncPod
 //	m.Complete(now, false, nil)                           // Effects.Requeue == RequeueResync
 type Machine struct {
-	uid       types.UID
-	fullName  string
-	static    bool
-	seen      bool
-	lifecycle Lifecycle
+	uid types.UID
 
+	pending update // the newest update not yet consumed
+	active  specs  // what the worker acts on; what queries see
+
+	syncedAt  nanotime     // first seen
+	startedAt nanotime     // allowed to start
+	t         *termination // nil until terminating, or for a non-static pod
+	failures  int32        // consecutive Syncer errors (saturates)
+
+	pendingType   uint8 // SyncPodType of pending; its values fit a byte
+	pendingStatic bool  // podmanager.IsStaticPod(pending.pod), computed on arrival
+	activeStatic  bool  // the same for active.pod, so that scans never touch pods
+	lifecycle     Lifecycle
+	inFlightKind  WorkKind
+
+	static             bool
+	seen               bool
 	started            bool
 	startedTerminating bool
 	deleted            bool
-	evicted            bool
 	restartRequested   bool
 	observedRuntime    bool
 	inFlight           bool
-	inFlightKind       WorkKind
 	hasPending         bool
 	hasActive          bool
+}
 
-	pending update // the newest update not yet consumed
-	active  update // what the worker acts on; what queries see
+// term returns the termination part, allocating it on first use.
+func (m *Machine) term() *termination {
+	if m.t == nil {
+		m.t = &termination{}
+	}
+	return m.t
+}
 
-	syncedAt      time.Time // first seen
-	startedAt     time.Time // allowed to start
-	terminatingAt time.Time // termination requested
-	terminatedAt  time.Time // SyncTerminatingPod succeeded
+// takeCompleted hands the CompletedCh channels over to be closed and drops
+// the status func, which nothing will call any more.
+func (m *Machine) takeCompleted() []chan<- struct{} {
+	if m.t == nil {
+		return nil
+	}
+	c := m.t.completed
+	m.t.completed, m.t.statusFn = nil, nil
+	return c
+}
 
-	gracePeriod int64 // effective; set once terminating, only shrinks
-	completed   []chan<- struct{}
-	statusFn    PodStatusFunc
-	failures    int // consecutive Syncer errors
+func (m *Machine) setTerminatingAt(now time.Time) { m.term().terminatingAt = stamp(now) }
+
+func (m *Machine) setGracePeriod(gp int64) { m.term().gracePeriod = gp }
+
+func (m *Machine) gracePeriod() int64 {
+	if m.t == nil {
+		return 0
+	}
+	return m.t.gracePeriod
 }
 
 func uidOf(o *UpdatePodOptions) types.UID {
@@ -267,6 +334,10 @@ func (m *Machine) Update(o UpdatePodOptions, now time.Time, cachedTerminal bool)
 		closeCompleted()
 		return eff, ErrNoUID
 	}
+	if o.UpdateType < SyncPodSync || o.UpdateType > SyncPodKill {
+		closeCompleted()
+		return eff, fmt.Errorf("%w: %d", ErrBadUpdateType, int(o.UpdateType))
+	}
 	if m.seen && uid != m.uid {
 		closeCompleted()
 		return eff, fmt.Errorf("%w: machine has %s, update has %s", ErrWrongUID, m.uid, uid)
@@ -281,18 +352,19 @@ func (m *Machine) Update(o UpdatePodOptions, now time.Time, cachedTerminal bool)
 	if first {
 		m.seen = true
 		m.uid = uid
-		m.syncedAt = now
+		m.syncedAt = stamp(now)
 		if o.Pod != nil {
-			m.fullName = podmanager.FullName(o.Pod)
 			m.static = podmanager.IsStaticPod(o.Pod)
+			if m.static {
+				m.term().fullName = podmanager.FullName(o.Pod)
+			}
 			if isTerminalPhase(o.Pod) && cachedTerminal {
 				// Born terminated: only SyncTerminatedPod will run.
-				m.terminatingAt, m.terminatedAt = now, now
+				t := m.term()
+				t.terminatingAt, t.terminatedAt = stamp(now), stamp(now)
 				m.startedTerminating = true
 				m.lifecycle = LifecycleTerminated
 			}
-		} else {
-			m.fullName = o.RunningPod.FullName()
 		}
 	}
 
@@ -332,14 +404,14 @@ func (m *Machine) Update(o UpdatePodOptions, now time.Time, cachedTerminal bool)
 			becameTerminating = true
 		}
 		if becameTerminating {
-			m.terminatingAt = now
+			m.setTerminatingAt(now)
 			m.lifecycle = LifecycleTerminating
 		}
 	} else if !isRuntime && o.Pod.DeletionTimestamp != nil {
 		m.deleted = true
 	}
 	if kill.Evict && m.lifecycle == LifecycleTerminating {
-		m.evicted = true
+		m.term().evicted = true
 	}
 
 	shortened := false
@@ -351,24 +423,25 @@ func (m *Machine) Update(o UpdatePodOptions, now time.Time, cachedTerminal bool)
 			return eff, nil
 		}
 	case LifecycleTerminating:
+		t := m.term()
 		if kill.CompletedCh != nil {
-			m.completed = append(m.completed, kill.CompletedCh)
+			t.completed = append(t.completed, kill.CompletedCh)
 		}
 		if kill.PodStatusFunc != nil {
-			m.statusFn = kill.PodStatusFunc
+			t.statusFn = kill.PodStatusFunc
 		}
-		m.gracePeriod, shortened = EffectiveGracePeriod(m.gracePeriod, o.Pod, kill.PodTerminationGracePeriodSecondsOverride)
+		t.gracePeriod, shortened = EffectiveGracePeriod(t.gracePeriod, o.Pod, kill.PodTerminationGracePeriodSecondsOverride)
 	default:
 		closeCompleted()
 	}
 
-	u := update{updateType: o.UpdateType, startTime: o.StartTime, pod: o.Pod, mirrorPod: o.MirrorPod, runningPod: o.RunningPod,
-		podStatic: o.Pod != nil && podmanager.IsStaticPod(o.Pod)}
-	if m.hasPending && !m.pending.startTime.IsZero() && (u.startTime.IsZero() || m.pending.startTime.Before(u.startTime)) {
+	u := update{specs: specs{pod: o.Pod, mirrorPod: o.MirrorPod, runningPod: o.RunningPod}, startTime: stamp(o.StartTime)}
+	if m.hasPending && m.pending.startTime != 0 && (u.startTime == 0 || m.pending.startTime < u.startTime) {
 		// Latency covers every update coalesced into this one.
 		u.startTime = m.pending.startTime
 	}
 	m.pending, m.hasPending = u, true
+	m.pendingType, m.pendingStatic = uint8(o.UpdateType), o.Pod != nil && podmanager.IsStaticPod(o.Pod)
 	eff.Notify = true
 	eff.CancelSync = becameTerminating || shortened
 	if becameTerminating && !m.started && m.static {
@@ -410,30 +483,30 @@ func (m *Machine) Next(now time.Time, decision StartDecision) (w Work, ok bool, 
 		switch {
 		case m.static && m.IsTerminationRequested():
 			// Never started, never will: finish without any Syncer call.
-			m.hasPending, m.pending = false, update{}
-			if m.terminatedAt.IsZero() {
-				m.terminatedAt = now
+			m.clearPending()
+			if t := m.term(); t.terminatedAt == 0 {
+				t.terminatedAt = stamp(now)
 			}
 			m.lifecycle = LifecycleFinished
-			eff.Close, m.completed, m.statusFn = m.completed, nil, nil
+			eff.Close = m.takeCompleted()
 			eff.Finished, eff.WithdrawStatic = true, true
 			return w, false, eff, nil
 		case decision == StartNotYet:
 			eff.Waiting = true
 			return w, false, eff, nil
 		default:
-			m.started, m.startedAt = true, now
+			m.started, m.startedAt = true, stamp(now)
 			eff.Started = true
 		}
 	}
 
-	u := m.pending
-	m.hasPending, m.pending = false, update{}
-	m.mergeActive(u)
+	u, ut, static := m.pending, SyncPodType(m.pendingType), m.pendingStatic
+	m.clearPending()
+	m.mergeActive(u, static)
 
 	w = Work{
-		UpdateType: u.updateType,
-		StartTime:  u.startTime,
+		UpdateType: ut,
+		StartTime:  u.startTime.Time(),
 		Pod:        m.active.pod,
 		MirrorPod:  m.active.mirrorPod,
 		RunningPod: m.active.runningPod,
@@ -444,15 +517,16 @@ func (m *Machine) Next(now time.Time, decision StartDecision) (w Work, ok bool, 
 		w.Kind = WorkSyncPod
 	case LifecycleTerminating:
 		m.startedTerminating = true
-		if m.gracePeriod == 0 {
-			m.gracePeriod, _ = EffectiveGracePeriod(0, m.active.pod, nil)
+		t := m.term()
+		if t.gracePeriod == 0 {
+			t.gracePeriod, _ = EffectiveGracePeriod(0, m.active.pod, nil)
 		}
-		w.GracePeriod = m.gracePeriod
+		w.GracePeriod = t.gracePeriod
 		if m.active.pod == nil {
 			w.Kind = WorkTerminatingRuntimePod
 		} else {
 			w.Kind = WorkTerminatingPod
-			w.StatusFunc = m.statusFn
+			w.StatusFunc = t.statusFn
 		}
 	case LifecycleTerminated:
 		w.Kind = WorkTerminatedPod
@@ -467,9 +541,9 @@ func (m *Machine) Next(now time.Time, decision StartDecision) (w Work, ok bool, 
 // none (the kubelet keeps the last one, so a SyncPod after the mirror was
 // deleted in the API still sees it and does not recreate it); replays carry
 // the active one.
-func (m *Machine) mergeActive(u update) {
+func (m *Machine) mergeActive(u update, static bool) {
 	if u.pod != nil || !m.hasActive {
-		m.active.pod, m.active.podStatic = u.pod, u.podStatic
+		m.active.pod, m.activeStatic = u.pod, static
 		m.active.mirrorPod = u.mirrorPod
 	}
 	m.active.runningPod = u.runningPod
@@ -482,8 +556,15 @@ func (m *Machine) requeueLast() {
 	if m.hasPending || !m.hasActive {
 		return
 	}
-	m.pending = update{updateType: SyncPodSync, pod: m.active.pod, mirrorPod: m.active.mirrorPod, runningPod: m.active.runningPod, podStatic: m.active.podStatic}
+	m.pending = update{specs: m.active}
+	m.pendingType, m.pendingStatic = uint8(SyncPodSync), m.activeStatic
 	m.hasPending = true
+}
+
+// clearPending drops the pending update.
+func (m *Machine) clearPending() {
+	m.hasPending, m.pending = false, update{}
+	m.pendingType, m.pendingStatic = 0, false
 }
 
 // Complete records the result of the Work returned by the last Next.
@@ -498,7 +579,9 @@ func (m *Machine) Complete(now time.Time, isTerminal bool, syncErr error) (Effec
 	if syncErr != nil {
 		// A failed call never changes state; the same kind of work is
 		// retried with backoff, or at once if something newer is pending.
-		m.failures++
+		if m.failures < math.MaxInt32 {
+			m.failures++
+		}
 		eff.Requeue = RequeueBackOff
 		eff.Notify = m.hasPending
 		return eff, nil
@@ -510,10 +593,11 @@ func (m *Machine) Complete(now time.Time, isTerminal bool, syncErr error) (Effec
 		case m.lifecycle != LifecycleSyncing:
 			// Termination was requested while SyncPod ran; it is pending.
 		case isTerminal:
-			m.terminatingAt = now
+			t := m.term()
+			t.terminatingAt = stamp(now)
 			m.lifecycle = LifecycleTerminating
 			m.startedTerminating = true
-			m.gracePeriod, _ = EffectiveGracePeriod(m.gracePeriod, m.active.pod, nil)
+			t.gracePeriod, _ = EffectiveGracePeriod(t.gracePeriod, m.active.pod, nil)
 			m.requeueLast()
 		default:
 			eff.Requeue = RequeueResync
@@ -522,18 +606,18 @@ func (m *Machine) Complete(now time.Time, isTerminal bool, syncErr error) (Effec
 		if m.lifecycle != LifecycleTerminating {
 			return eff, fmt.Errorf("%w: %s succeeded in lifecycle %s", ErrIllegalResult, kind, m.lifecycle)
 		}
-		m.terminatedAt = now
+		m.term().terminatedAt = stamp(now)
 		m.lifecycle = LifecycleTerminated
-		eff.Close, m.completed, m.statusFn = m.completed, nil, nil
+		eff.Close = m.takeCompleted()
 		m.requeueLast()
 	case WorkTerminatingRuntimePod:
 		if m.lifecycle != LifecycleTerminating {
 			return eff, fmt.Errorf("%w: %s succeeded in lifecycle %s", ErrIllegalResult, kind, m.lifecycle)
 		}
-		m.terminatedAt = now
+		m.term().terminatedAt = stamp(now)
 		m.lifecycle = LifecycleFinished
-		m.hasPending, m.pending = false, update{}
-		eff.Close, m.completed, m.statusFn = m.completed, nil, nil
+		m.clearPending()
+		eff.Close = m.takeCompleted()
 		eff.Finished, eff.Forget = true, true
 		return eff, nil
 	case WorkTerminatedPod:
@@ -541,7 +625,7 @@ func (m *Machine) Complete(now time.Time, isTerminal bool, syncErr error) (Effec
 			return eff, fmt.Errorf("%w: %s succeeded in lifecycle %s", ErrIllegalResult, kind, m.lifecycle)
 		}
 		m.lifecycle = LifecycleFinished
-		m.hasPending, m.pending = false, update{}
+		m.clearPending()
 		eff.Finished = true
 		eff.ReleaseStatic = m.started && m.static
 		return eff, nil
@@ -575,16 +659,17 @@ func (m *Machine) Orphan(now time.Time) Effects {
 	m.deleted = true
 	if !m.started && !m.observedRuntime && !m.inFlight {
 		eff.Forget = true
-		eff.Close, m.completed, m.statusFn = m.completed, nil, nil
+		eff.Close = m.takeCompleted()
 		eff.WithdrawStatic = m.static
-		m.hasPending, m.pending = false, update{}
+		m.clearPending()
 		m.lifecycle = LifecycleFinished
 		return eff
 	}
 	if !m.IsTerminationRequested() {
-		m.terminatingAt = now
+		m.setTerminatingAt(now)
 		m.lifecycle = LifecycleTerminating
-		m.gracePeriod, _ = EffectiveGracePeriod(0, m.knownPod(), nil)
+		gp, _ := EffectiveGracePeriod(0, m.knownPod(), nil)
+		m.setGracePeriod(gp)
 		eff.CancelSync = true
 		if !m.started && m.static {
 			eff.WithdrawStatic = true
@@ -601,7 +686,24 @@ func (m *Machine) Orphan(now time.Time) Effects {
 func (m *Machine) UID() types.UID { return m.uid }
 
 // FullName returns the pod's name_namespace.
-func (m *Machine) FullName() string { return m.fullName }
+func (m *Machine) FullName() string {
+	switch {
+	case m.t != nil && m.t.fullName != "":
+		return m.t.fullName
+	case !m.seen:
+		return ""
+	}
+	if pod := m.knownPod(); pod != nil {
+		return podmanager.FullName(pod)
+	}
+	if m.hasActive && m.active.runningPod != nil {
+		return m.active.runningPod.FullName()
+	}
+	if m.hasPending && m.pending.runningPod != nil {
+		return m.pending.runningPod.FullName()
+	}
+	return ""
+}
 
 // Static reports whether the pod is a static pod.
 func (m *Machine) Static() bool { return m.static }
@@ -637,17 +739,17 @@ func (m *Machine) IsFinished() bool { return m.lifecycle == LifecycleFinished }
 func (m *Machine) IsDeleted() bool { return m.deleted }
 
 // IsEvicted reports whether the pod was evicted.
-func (m *Machine) IsEvicted() bool { return m.evicted }
+func (m *Machine) IsEvicted() bool { return m.t != nil && m.t.evicted }
 
 // IsRestartRequested reports whether the UID was created again while it
 // terminated.
 func (m *Machine) IsRestartRequested() bool { return m.restartRequested }
 
 // GracePeriod returns the effective grace period (0 before termination).
-func (m *Machine) GracePeriod() int64 { return m.gracePeriod }
+func (m *Machine) GracePeriod() int64 { return m.gracePeriod() }
 
 // Failures returns the number of consecutive Syncer errors.
-func (m *Machine) Failures() int { return m.failures }
+func (m *Machine) Failures() int { return int(m.failures) }
 
 // ConfigPod returns the spec the machine acts on (active, else pending), or
 // nil for a runtime-only pod.
@@ -664,7 +766,11 @@ func (m *Machine) ConfigPod() *v1.Pod {
 // Times returns when the pod was first seen, started, asked to terminate and
 // terminated (zero when not yet).
 func (m *Machine) Times() (synced, started, terminating, terminated time.Time) {
-	return m.syncedAt, m.startedAt, m.terminatingAt, m.terminatedAt
+	synced, started = m.syncedAt.Time(), m.startedAt.Time()
+	if m.t != nil {
+		terminating, terminated = m.t.terminatingAt.Time(), m.t.terminatedAt.Time()
+	}
+	return synced, started, terminating, terminated
 }
 
 // WorkerSync returns what SyncKnownPods reports for the pod.
@@ -672,9 +778,9 @@ func (m *Machine) WorkerSync(orphan bool) PodWorkerSync {
 	s := PodWorkerSync{State: m.WorkerState(), Orphan: orphan}
 	switch {
 	case m.hasActive && m.active.pod != nil:
-		s.HasConfig, s.Static = true, m.active.podStatic
+		s.HasConfig, s.Static = true, m.activeStatic
 	case m.hasPending && m.pending.pod != nil:
-		s.HasConfig, s.Static = true, m.pending.podStatic
+		s.HasConfig, s.Static = true, m.pendingStatic
 	}
 	return s
 }

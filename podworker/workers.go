@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,27 @@ type Workers struct {
 	baseCtx context.Context // set by Run before state becomes running
 	wg      sync.WaitGroup  // pod goroutines
 
+	// Pod goroutines. A pod with work is handed to a parked goroutine if
+	// one waits, else to a new goroutine, unless maxStarting goroutines
+	// have been started but not yet scheduled: then it waits in ready, and
+	// each goroutine, when it begins, passes one waiting pod on to a new
+	// goroutine. A pod thus never waits for another pod's Syncer call, yet
+	// a burst of pods needs about as many goroutines as the scheduler runs
+	// at once, not one per pod: the Go runtime keeps every goroutine it ever
+	// made, and stacks of dead ones pin stack memory (~100 B per pod after a
+	// burst of 10,000, docs/benchmarks.md). A goroutine whose pod has no more
+	// work takes the next ready pod, else parks while fewer than maxParked
+	// are parked; stopCh, closed when Run stops, ends the parked ones.
+	poolMu      sync.Mutex // taken after a shard lock, never before
+	starting    int        // goroutines started but not yet begun; guarded by poolMu
+	ready       []podTask  // guarded by poolMu; ready[readyHead:] wait
+	readyHead   int
+	maxStarting int
+	handoff     chan podTask // unbuffered: a send succeeds only to a parked goroutine
+	parked      atomic.Int32
+	maxParked   int32
+	stopCh      chan struct{}
+
 	staticMu sync.Mutex
 	static   staticNames // guarded by staticMu; taken after a shard lock, never before
 
@@ -69,13 +91,17 @@ type shard struct {
 // podRecord is one pod: its Machine plus what the driver needs to run it.
 type podRecord struct {
 	m            Machine
-	running      bool               // a goroutine owns the pod's work loop
-	ctx          context.Context    // context of the current Syncer calls
-	cancel       context.CancelFunc // cancels ctx
-	lastSyncTime time.Time          // end of the previous Syncer call
+	cancel       context.CancelFunc // cancels the running loop's Syncer context; nil when none
+	lastSyncTime nanotime           // end of the previous Syncer call
 	dueAt        int64              // pending scheduled re-delivery, 0 if none
-	desiredEpoch uint64             // last SyncKnownPods epoch that desired the pod
-	createdEpoch uint64             // SyncKnownPods epoch current when the record was created
+	// desiredEpoch and createdEpoch hold the low 32 bits of SyncKnownPods
+	// epochs: the last one that desired the pod, and the one current when the
+	// record was created. Only equality with the current epoch is tested, so
+	// a wrap could only hide an orphan from one call, for a record untouched
+	// through 2^32 calls.
+	desiredEpoch uint32
+	createdEpoch uint32
+	running      bool // a goroutine owns the pod's work loop
 }
 
 // New validates opts and returns Workers. It starts no goroutine.
@@ -93,6 +119,11 @@ func New(opts Options) (*Workers, error) {
 		opts:    opts,
 		static:  newStaticNames(),
 		sched:   newSchedule(),
+
+		maxStarting: max(2, goruntime.GOMAXPROCS(0)),
+		handoff:     make(chan podTask),
+		maxParked:   int32(max(2, goruntime.GOMAXPROCS(0))),
+		stopCh:      make(chan struct{}),
 	}
 	for i := range w.shards {
 		w.shards[i].pods = make(map[types.UID]*podRecord)
@@ -144,6 +175,7 @@ func (w *Workers) Run(ctx context.Context) error {
 	w.runSchedule(ctx)
 
 	w.state.Store(stateStopping)
+	close(w.stopCh)
 	for i := range w.shards {
 		sh := &w.shards[i]
 		sh.mu.Lock()
@@ -219,8 +251,79 @@ func (w *Workers) spawnLocked(uid types.UID, rec *podRecord) {
 		return
 	}
 	rec.running = true
+	t := podTask{uid: uid, rec: rec}
+	select {
+	case w.handoff <- t:
+		return
+	default:
+	}
+	w.poolMu.Lock()
+	if w.starting >= w.maxStarting {
+		w.ready = append(w.ready, t)
+		w.poolMu.Unlock()
+		return
+	}
+	w.starting++
+	w.poolMu.Unlock()
 	w.wg.Add(1)
-	go w.podLoop(uid, rec)
+	go w.podGoroutine(t)
+}
+
+// podTask is a pod whose work loop is to run.
+type podTask struct {
+	uid types.UID
+	rec *podRecord
+}
+
+// popReadyLocked takes the oldest ready pod. poolMu must be held.
+func (w *Workers) popReadyLocked() (podTask, bool) {
+	if w.readyHead == len(w.ready) {
+		return podTask{}, false
+	}
+	t := w.ready[w.readyHead]
+	w.ready[w.readyHead] = podTask{}
+	w.readyHead++
+	if w.readyHead == len(w.ready) {
+		w.ready, w.readyHead = nil, 0 // a burst's queue is not kept
+	}
+	return t, true
+}
+
+// podGoroutine runs pods' work loops: first t, then ready pods, then,
+// parked, pods handed to it.
+func (w *Workers) podGoroutine(t podTask) {
+	defer w.wg.Done()
+	w.poolMu.Lock()
+	w.starting--
+	if next, ok := w.popReadyLocked(); ok {
+		// Whatever t's Syncer does, next gets a goroutine of its own.
+		w.starting++
+		w.wg.Add(1)
+		go w.podGoroutine(next)
+	}
+	w.poolMu.Unlock()
+	for {
+		w.podLoop(t.uid, t.rec)
+		w.poolMu.Lock()
+		next, ok := w.popReadyLocked()
+		w.poolMu.Unlock()
+		if ok {
+			t = next
+			continue
+		}
+		t = podTask{} // do not keep a finished pod alive while parked
+		if w.parked.Add(1) > w.maxParked {
+			w.parked.Add(-1)
+			return
+		}
+		select {
+		case t = <-w.handoff:
+			w.parked.Add(-1)
+		case <-w.stopCh:
+			w.parked.Add(-1)
+			return
+		}
+	}
 }
 
 // scheduleLocked arranges a re-delivery after d. The shard lock must be held.
@@ -331,7 +434,7 @@ func (w *Workers) UpdatePod(o UpdatePodOptions) {
 		return
 	}
 	if created {
-		rec.createdEpoch = w.epoch.Load()
+		rec.createdEpoch = uint32(w.epoch.Load())
 		sh.pods[uid] = rec
 		w.count.Add(1)
 		if rec.m.Static() {
@@ -340,9 +443,8 @@ func (w *Workers) UpdatePod(o UpdatePodOptions) {
 			w.staticMu.Unlock()
 		}
 	}
-	if eff.CancelSync && rec.cancel != nil {
-		rec.cancel()
-		rec.ctx, rec.cancel = nil, nil
+	if eff.CancelSync {
+		rec.releaseCtxLocked()
 	}
 	next := w.staticEffectsLocked(rec, eff)
 	if eff.Notify {
@@ -362,18 +464,20 @@ func (w *Workers) UpdatePod(o UpdatePodOptions) {
 	}
 }
 
-// releaseCtxLocked cancels the pod's sync context, freeing it.
+// releaseCtxLocked cancels the pod's sync context, freeing it. The work loop
+// that owns the context sees rec.cancel gone and makes a new one for its next
+// Syncer call.
 func (rec *podRecord) releaseCtxLocked() {
 	if rec.cancel != nil {
 		rec.cancel()
+		rec.cancel = nil
 	}
-	rec.ctx, rec.cancel = nil, nil
 }
 
 // podLoop runs a pod's work until nothing is pending.
 func (w *Workers) podLoop(uid types.UID, rec *podRecord) {
-	defer w.wg.Done()
 	sh := w.shardFor(uid)
+	var ctx context.Context // valid while rec.cancel is the one made with it
 	for {
 		now := w.clock.Now()
 		sh.mu.Lock()
@@ -420,11 +524,10 @@ func (w *Workers) podLoop(uid types.UID, rec *podRecord) {
 			w.kick(next)
 			return
 		}
-		if rec.ctx == nil {
-			rec.ctx, rec.cancel = context.WithCancel(w.baseCtx)
+		if rec.cancel == nil {
+			ctx, rec.cancel = context.WithCancel(w.baseCtx)
 		}
-		ctx := rec.ctx
-		lastSync := rec.lastSyncTime
+		lastSync := rec.lastSyncTime.Time()
 		sh.mu.Unlock()
 
 		if eff.Started && w.metrics != nil && work.Pod != nil {
@@ -448,7 +551,7 @@ func (w *Workers) podLoop(uid types.UID, rec *podRecord) {
 			sh.mu.Unlock()
 			return
 		}
-		rec.lastSyncTime = done
+		rec.lastSyncTime = stamp(done)
 		eff, err = rec.m.Complete(done, isTerminal, syncErr)
 		if err != nil {
 			w.log.Error(err, "pod state machine refused a result", "podUID", uid, "work", work.Kind.String())
@@ -565,7 +668,7 @@ func (w *Workers) afterFunc(d time.Duration, f func()) (stop func()) {
 func (w *Workers) SyncKnownPods(desiredPods []*v1.Pod) map[types.UID]PodWorkerSync {
 	w.knownMu.Lock()
 	defer w.knownMu.Unlock()
-	epoch := w.epoch.Add(1)
+	epoch := uint32(w.epoch.Add(1))
 	// Mark the records of desired pods. A record created after this point
 	// (createdEpoch == epoch) is newer than the caller's view of what is
 	// desired and is not treated as an orphan by this call.
@@ -608,9 +711,8 @@ func (w *Workers) SyncKnownPods(desiredPods []*v1.Pod) map[types.UID]PodWorkerSy
 						rec.releaseCtxLocked()
 						continue
 					}
-					if eff.CancelSync && rec.cancel != nil {
-						rec.cancel()
-						rec.ctx, rec.cancel = nil, nil
+					if eff.CancelSync {
+						rec.releaseCtxLocked()
 					}
 					if eff.Notify {
 						w.spawnLocked(uid, rec)

@@ -721,6 +721,12 @@ func TestMetricsObservations(t *testing.T) {
 	h.methods("u1", "SyncPod")
 	h.w.UpdatePod(kill(pod, nil)) // no StartTime: no kill observation
 	h.lifecycle("u1", podworker.LifecycleFinished)
+	// The finish is observed just after the pod's state says finished.
+	pwt.WaitFor(t, 0, "terminated observed", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.durations["terminated"]) > 0
+	})
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	if got := rec.durations["create"]; len(got) != 1 || got[0] != 3*time.Second {

@@ -46,7 +46,6 @@ func toSandboxState(s runtimeapi.PodSandboxState) runtime.SandboxState {
 }
 
 func toContainer(runtimeName string, c *runtimeapi.Container) *runtime.Container {
-	info := infoFromAnnotations(c.GetAnnotations())
 	name := c.GetLabels()[LabelContainerName]
 	if name == "" {
 		name = c.GetMetadata().GetName()
@@ -56,7 +55,7 @@ func toContainer(runtimeName string, c *runtimeapi.Container) *runtime.Container
 		Name:      name,
 		Image:     c.GetImage().GetImage(),
 		ImageID:   c.GetImageRef(),
-		Hash:      info.Hash,
+		Hash:      hashFromAnnotations(c.GetAnnotations()),
 		State:     toContainerState(c.GetState()),
 		CreatedAt: toTime(c.GetCreatedAt()),
 	}

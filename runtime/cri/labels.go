@@ -88,17 +88,30 @@ type containerInfo struct {
 }
 
 func infoFromAnnotations(a map[string]string) containerInfo {
-	var ci containerInfo
-	if h, err := strconv.ParseUint(a[AnnotationContainerHash], 16, 64); err == nil {
-		ci.Hash = h
+	ci := containerInfo{Hash: hashFromAnnotations(a)}
+	if s := a[AnnotationContainerRestartCount]; s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+			ci.RestartCount = n
+		}
 	}
-	if n, err := strconv.Atoi(a[AnnotationContainerRestartCount]); err == nil && n >= 0 {
-		ci.RestartCount = n
-	}
-	if gp, err := strconv.ParseInt(a[AnnotationPodTerminationGracePeriod], 10, 64); err == nil {
-		ci.GracePeriod = &gp
+	if s := a[AnnotationPodTerminationGracePeriod]; s != "" {
+		if gp, err := strconv.ParseInt(s, 10, 64); err == nil {
+			ci.GracePeriod = &gp
+		}
 	}
 	return ci
+}
+
+// hashFromAnnotations returns the container hash annotation, 0 when absent
+// or malformed. Absent annotations are not parsed: a failed parse
+// allocates its error.
+func hashFromAnnotations(a map[string]string) uint64 {
+	if s := a[AnnotationContainerHash]; s != "" {
+		if h, err := strconv.ParseUint(s, 16, 64); err == nil {
+			return h
+		}
+	}
+	return 0
 }
 
 // podGracePeriod: the deletion grace period when the pod is being deleted,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -26,11 +27,11 @@ func (r *Runtime) GetPods(ctx context.Context, all bool) ([]*runtime.Pod, error)
 }
 
 func (r *Runtime) listPods(ctx context.Context, sbFilter *runtimeapi.PodSandboxFilter, cFilter *runtimeapi.ContainerFilter) ([]*runtime.Pod, error) {
-	sandboxes, err := r.listSandboxes(ctx, sbFilter)
+	sandboxes, err := r.listSandboxes(ctx, sbFilter, listOption())
 	if err != nil {
 		return nil, err
 	}
-	containers, err := r.listContainers(ctx, cFilter)
+	containers, err := r.listContainers(ctx, cFilter, listOption())
 	if err != nil {
 		return nil, err
 	}
@@ -88,20 +89,20 @@ func (r *Runtime) listPods(ctx context.Context, sbFilter *runtimeapi.PodSandboxF
 	return out, nil
 }
 
-func (r *Runtime) listSandboxes(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+func (r *Runtime) listSandboxes(ctx context.Context, f *runtimeapi.PodSandboxFilter, opts ...grpc.CallOption) ([]*runtimeapi.PodSandbox, error) {
 	cctx, cancel := r.callCtx(ctx, 0)
 	defer cancel()
-	resp, err := r.rs.ListPodSandbox(cctx, &runtimeapi.ListPodSandboxRequest{Filter: f})
+	resp, err := r.rs.ListPodSandbox(cctx, &runtimeapi.ListPodSandboxRequest{Filter: f}, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("list pod sandboxes: %w", fromGRPC(err))
 	}
 	return resp.GetItems(), nil
 }
 
-func (r *Runtime) listContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+func (r *Runtime) listContainers(ctx context.Context, f *runtimeapi.ContainerFilter, opts ...grpc.CallOption) ([]*runtimeapi.Container, error) {
 	cctx, cancel := r.callCtx(ctx, 0)
 	defer cancel()
-	resp, err := r.rs.ListContainers(cctx, &runtimeapi.ListContainersRequest{Filter: f})
+	resp, err := r.rs.ListContainers(cctx, &runtimeapi.ListContainersRequest{Filter: f}, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", fromGRPC(err))
 	}

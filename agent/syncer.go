@@ -55,10 +55,30 @@ func (s *syncer) SyncPod(ctx context.Context, updateType podworker.SyncPodType, 
 		log.V(2).Info("pod reached a terminal phase", "phase", st.Phase)
 		return true, nil
 	}
-	if err := a.rt.SyncPod(ctx, pod, podStatus); err != nil {
+	err := a.rt.SyncPod(ctx, pod, podStatus)
+	if errors.Is(err, runtime.ErrAlreadyExists) {
+		err = a.resyncWithFreshStatus(ctx, pod, err)
+	}
+	if err != nil {
 		return false, fmt.Errorf("sync pod %s: %w", podRef(pod), err)
 	}
 	return false, nil
+}
+
+// resyncWithFreshStatus handles an AlreadyExists from SyncPod: the status it
+// was given misses an instance the runtime has (a false NotFound while the
+// relister inspected the pod, say), and since the runtime's listing need not
+// change again the relister might never correct it. It reads the pod's status
+// now, stores it in the cache for the next syncs and tries once more with it.
+func (a *Agent) resyncWithFreshStatus(ctx context.Context, pod *v1.Pod, syncErr error) error {
+	ts := a.clock.Now()
+	fresh, err := a.rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return errors.Join(syncErr, fmt.Errorf("re-read status: %w", err))
+	}
+	a.cache.Set(pod.UID, fresh, nil, ts)
+	a.log.V(2).Info("pod status was stale (already exists); synced again with a fresh one", "pod", podRef(pod), "podUID", pod.UID)
+	return a.rt.SyncPod(ctx, pod, fresh)
 }
 
 // SyncTerminatingPod implements podworker.Syncer: it kills every container of

@@ -126,7 +126,9 @@ type Relister struct {
 
 	mu         sync.Mutex
 	lastRelist time.Time // start time of the last successful relist
-	lastPods   []*Pod    // what the last successful relist listed
+	begun      uint64    // relists begun so far; each relist's number
+	lastNumber uint64    // the number of the last successful relist
+	lastPods   []*Pod    // what it listed
 }
 
 // NewRelister validates opts and returns a Relister. It starts nothing.
@@ -186,20 +188,41 @@ func (r *Relister) ForceUpdateIfOlder(ctx context.Context, minTime time.Time) er
 	return r.relistHeld(ctx)
 }
 
-// Pods returns every pod in the runtime (GetPods(ctx, true)) as listed by a
-// relist that started at or after minTime, relisting first unless such a
-// relist has already completed. The pods are the relister's own: read
-// them, do not modify them.
-func (r *Relister) Pods(ctx context.Context, minTime time.Time) ([]*Pod, error) {
-	if err := r.ForceUpdateIfOlder(ctx, minTime); err != nil {
-		return nil, err
-	}
+// Begun returns the number of relists begun so far. A relist numbered
+// higher began after the call: see PodsAfter.
+func (r *Relister) Begun() uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.lastRelist.Before(minTime) { // unreachable: relists only move forward
-		return nil, fmt.Errorf("relist: no listing since %s", minTime)
+	return r.begun
+}
+
+// PodsAfter returns every pod in the runtime (GetPods(ctx, true)) as listed
+// by the last successful relist, provided it began after relist number n
+// (a value Begun returned); otherwise it relists first. Numbers, not times,
+// say what began after what, so a coarse or fake clock cannot blur it. The
+// pods are the relister's own: read them, do not modify them.
+func (r *Relister) PodsAfter(ctx context.Context, n uint64) ([]*Pod, error) {
+	if pods, ok := r.listedAfter(n); ok {
+		return pods, nil
 	}
-	return r.lastPods, nil
+	if err := r.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer r.release()
+	if pods, ok := r.listedAfter(n); ok {
+		return pods, nil
+	}
+	if err := r.relistHeld(ctx); err != nil {
+		return nil, err
+	}
+	pods, _ := r.listedAfter(n)
+	return pods, nil
+}
+
+func (r *Relister) listedAfter(n uint64) ([]*Pod, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastPods, r.lastNumber > n
 }
 
 // ForceRefresh relists now, waiting for a relist in progress to finish first.
@@ -227,6 +250,10 @@ func (r *Relister) release() { <-r.sem }
 
 // relistHeld does one relist; the caller holds sem.
 func (r *Relister) relistHeld(ctx context.Context) error {
+	r.mu.Lock()
+	r.begun++
+	number := r.begun
+	r.mu.Unlock()
 	ts := r.opts.Clock.Now()
 	pods, err := r.opts.Runtime.GetPods(ctx, true)
 	if err != nil {
@@ -289,7 +316,7 @@ func (r *Relister) relistHeld(ctx context.Context) error {
 	r.reinspect = reinspect
 	r.mu.Lock()
 	r.lastRelist = ts
-	r.lastPods = pods
+	r.lastNumber, r.lastPods = number, pods
 	r.mu.Unlock()
 
 	if r.opts.OnEvent != nil {

@@ -148,33 +148,38 @@ func TestRelisterCancelledWhileInspecting(t *testing.T) {
 	}
 }
 
-// TestRelisterPods: Pods relists only when no relist started at or after
-// minTime, and returns what that relist listed.
-func TestRelisterPods(t *testing.T) {
-	r, rt, _, _, clk := newRelister(t)
+// TestRelisterPodsAfter: PodsAfter relists only when no relist began
+// after the given one, and returns what the last relist listed.
+func TestRelisterPodsAfter(t *testing.T) {
+	r, rt, _, _, _ := newRelister(t)
 	ctx := context.Background()
+	lists := func() int {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		return rt.lists
+	}
 	rt.setPod("a", runtime.ContainerStateRunning)
-	t0 := clk.Now()
-	pods, err := r.Pods(ctx, t0)
-	if err != nil || len(pods) != 1 || pods[0].ID != "a" {
-		t.Fatalf("Pods = %v, %v; want pod a", pods, err)
+	n0 := r.Begun()
+	pods, err := r.PodsAfter(ctx, n0) // nothing listed yet: relists
+	if err != nil || len(pods) != 1 || pods[0].ID != "a" || lists() != 1 {
+		t.Fatalf("PodsAfter(%d) = %v, %v after %d listings; want pod a after 1", n0, pods, err, lists())
 	}
 	rt.setPod("b", runtime.ContainerStateRunning)
-	// A relist started at t0 is fresh enough for t0: no new listing.
-	if pods, err := r.Pods(ctx, t0); err != nil || len(pods) != 1 {
-		t.Fatalf("Pods(t0) again = %v, %v; want the same listing", pods, err)
+	// The relist began after n0: no new listing, even though the clock
+	// never moved.
+	if pods, err := r.PodsAfter(ctx, n0); err != nil || len(pods) != 1 || lists() != 1 {
+		t.Fatalf("PodsAfter(%d) again = %v, %v after %d listings; want the same listing", n0, pods, err, lists())
 	}
-	rt.mu.Lock()
-	lists := rt.lists
-	rt.mu.Unlock()
-	clk.Step(time.Second)
-	pods, err = r.Pods(ctx, clk.Now())
-	if err != nil || len(pods) != 2 {
-		t.Fatalf("Pods(later) = %v, %v; want a and b", pods, err)
+	n1 := r.Begun()
+	if pods, err := r.PodsAfter(ctx, n1); err != nil || len(pods) != 2 || lists() != 2 {
+		t.Fatalf("PodsAfter(%d) = %v, %v after %d listings; want a and b after 2", n1, pods, err, lists())
 	}
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.lists != lists+1 {
-		t.Errorf("%d listings for a later minTime, want 1", rt.lists-lists)
+	// A periodic relist that began after n2 serves PodsAfter(n2).
+	n2 := r.Begun()
+	if err := r.ForceRefresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.PodsAfter(ctx, n2); err != nil || lists() != 3 {
+		t.Fatalf("PodsAfter(%d) after a relist: %v after %d listings, want 3", n2, err, lists())
 	}
 }

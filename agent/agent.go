@@ -39,6 +39,11 @@ type Agent struct {
 	syncer  *syncer
 
 	started atomic.Bool
+	// listedAfter is the relister's count of begun relists right after the
+	// last SyncKnownPods: the next housekeeping pass needs a listing
+	// numbered higher. Only housekeeping touches it, one pass at a time
+	// (on the sync loop, or a direct call while Run is not running).
+	listedAfter uint64
 
 	mu sync.Mutex
 	// tracked are the pods the agent has handed to the pod workers, for

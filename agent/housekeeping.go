@@ -73,17 +73,16 @@ func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
 	start := a.clock.Now()
 	res := HousekeepingResult{Start: start}
 
-	// The config view.
-	allPods, mirrorPods, orphanedMirrors := a.pods.GetPodsAndMirrorPods()
-
-	// What the workers know; undesired pods are driven to termination and
-	// finished ones forgotten.
-	workingPods := a.workers.SyncKnownPods(allPods)
-
-	// A fresh runtime view: a pod recreated with the same UID must not be
-	// delayed by stale data. One listing, the relister's, serves the status
-	// cache, the running pods and the dead remains.
-	runtimePods, err := a.relist.Pods(ctx, start)
+	// The runtime view comes first, from the relister's listing (which also
+	// refreshed the status cache): any listing that began after the
+	// previous pass's SyncKnownPods, the only place where workers are
+	// forgotten. A runtime pod in it that no worker knows now is therefore
+	// truly unknown: a forgotten pod had finished, and its containers had
+	// been removed, before the listing began; a new pod had a worker before
+	// its first container. The periodic relist usually provides such a
+	// listing already, so the pass seldom waits for one (the kubelet lists
+	// the runtime inside the pass: seconds at 100,000 pods).
+	runtimePods, err := a.relist.PodsAfter(ctx, a.listedAfter)
 	if err != nil {
 		return res, fmt.Errorf("refresh runtime cache: %w", err)
 	}
@@ -92,6 +91,38 @@ func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
 	for _, rp := range runningPods {
 		inRuntime[rp.ID] = rp
 	}
+	known := func(uid types.UID) bool {
+		_, ok := a.workers.PodInfo(uid)
+		return ok
+	}
+
+	// Runtime pods the workers do not know: terminate them. An active
+	// desired pod is left to the restart below.
+	for _, rp := range runningPods {
+		if known(rp.ID) {
+			continue
+		}
+		if pod, desired := a.pods.GetPodByUID(rp.ID); desired && !a.isPodInactive(pod) {
+			continue
+		}
+		a.log.Info("terminating orphaned runtime pod", "pod", rp.Namespace+"/"+rp.Name, "podUID", rp.ID)
+		one := int64(1)
+		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, RunningPod: rp,
+			KillPodOptions: &podworker.KillPodOptions{PodTerminationGracePeriodSecondsOverride: &one}})
+		res.OrphanedRuntimePods++
+	}
+	a.metrics.AddOrphanedRuntimePods(res.OrphanedRuntimePods)
+
+	res.DeadPodsRemoved = a.removeDeadRemains(ctx, runtimePods, known, inRuntime)
+
+	// The config view.
+	allPods, mirrorPods, orphanedMirrors := a.pods.GetPodsAndMirrorPods()
+
+	// What the workers know; undesired pods are driven to termination and
+	// finished ones forgotten. The next pass needs a listing that begins
+	// after this.
+	workingPods := a.workers.SyncKnownPods(allPods)
+	a.listedAfter = a.relist.Begun()
 
 	// Orphaned mirror pods go, unless their static pod still terminates.
 	if a.opts.MirrorClient != nil {
@@ -161,22 +192,6 @@ func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
 		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: pod})
 	}
 
-	// Runtime pods the workers do not know: terminate them.
-	for _, rp := range runningPods {
-		if _, known := workingPods[rp.ID]; known {
-			continue
-		}
-		a.log.Info("terminating orphaned runtime pod", "pod", rp.Namespace+"/"+rp.Name, "podUID", rp.ID)
-		one := int64(1)
-		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, RunningPod: rp,
-			KillPodOptions: &podworker.KillPodOptions{PodTerminationGracePeriodSecondsOverride: &one}})
-		workingPods[rp.ID] = podworker.PodWorkerSync{State: podworker.TerminatingPod, Orphan: true}
-		res.OrphanedRuntimePods++
-	}
-	a.metrics.AddOrphanedRuntimePods(res.OrphanedRuntimePods)
-
-	res.DeadPodsRemoved = a.removeDeadRemains(ctx, runtimePods, workingPods, inRuntime)
-
 	// kubelet_working_pods, every valid combination.
 	res.WorkingPods = metrics.WorkingPodCounts{}
 	for _, s := range workingPods {
@@ -210,10 +225,10 @@ const maxDeadRemovalsPerPass = 20
 // while no agent ran. Nothing else would ever remove them (the kubelet
 // has container garbage collection for this). Errors are logged; the next
 // pass tries again.
-func (a *Agent) removeDeadRemains(ctx context.Context, all []*runtime.Pod, workingPods map[types.UID]podworker.PodWorkerSync, running map[types.UID]*runtime.Pod) int {
+func (a *Agent) removeDeadRemains(ctx context.Context, all []*runtime.Pod, known func(types.UID) bool, running map[types.UID]*runtime.Pod) int {
 	removed, tried := 0, 0
 	for _, rp := range all {
-		if _, known := workingPods[rp.ID]; known {
+		if known(rp.ID) {
 			continue
 		}
 		if _, alive := running[rp.ID]; alive {

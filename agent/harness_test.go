@@ -128,7 +128,17 @@ func startAgent(t *testing.T, endpoint, dir string) *runningAgent {
 // newRuntime returns a CRI client of endpoint, closed when the test ends.
 func newRuntime(t *testing.T, endpoint string) *cri.Runtime {
 	t.Helper()
-	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 20 * time.Second, CgroupParent: "/podlife-test", Logger: testr.NewWithOptions(t, testr.Options{Verbosity: 1})})
+	return newRuntimeWith(t, endpoint, nil)
+}
+
+// newRuntimeWith is newRuntime with options changed by edit.
+func newRuntimeWith(t *testing.T, endpoint string, edit func(*cri.Options)) *cri.Runtime {
+	t.Helper()
+	opts := cri.Options{Endpoint: endpoint, Timeout: 20 * time.Second, CgroupParent: "/podlife-test", Logger: testr.NewWithOptions(t, testr.Options{Verbosity: 1})}
+	if edit != nil {
+		edit(&opts)
+	}
+	rt, err := cri.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

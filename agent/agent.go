@@ -51,6 +51,9 @@ type Agent struct {
 	tracked map[types.UID]trackedPod
 	// rejected are pods that admission rejected, with the reason.
 	rejected map[types.UID]AdmitResult
+	// finishedDeleting are the pods whose final status was published while
+	// they were being deleted (finished.go).
+	finishedDeleting map[types.UID]bool
 	// housekeepings counts completed housekeeping passes; lastHousekeeping
 	// is the result of the last one.
 	housekeepings    uint64
@@ -75,14 +78,16 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{
-		opts:     opts,
-		log:      opts.Logger,
-		clock:    opts.Clock,
-		rt:       opts.Runtime,
-		cache:    runtime.NewCache(),
-		pods:     podmanager.New(),
-		tracked:  map[types.UID]trackedPod{},
-		rejected: map[types.UID]AdmitResult{},
+		opts:    opts,
+		log:     opts.Logger,
+		clock:   opts.Clock,
+		rt:      opts.Runtime,
+		cache:   runtime.NewCache(),
+		pods:    podmanager.New(),
+		tracked: map[types.UID]trackedPod{},
+
+		finishedDeleting: map[types.UID]bool{},
+		rejected:         map[types.UID]AdmitResult{},
 	}
 	if opts.Registerer != nil {
 		m, err := metrics.New(metrics.Options{Registerer: opts.Registerer, Namespace: opts.MetricsNamespace})

@@ -1,15 +1,21 @@
 package agent_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/podmanager"
+	"github.com/podlife/podlife/podmanager/source"
 	"github.com/podlife/podlife/podworker"
 	"github.com/podlife/podlife/podworker/podworkertest"
 	"github.com/podlife/podlife/runtime/cri"
@@ -102,5 +108,86 @@ func TestRunToCompletion(t *testing.T) {
 	}
 	for _, uid := range []types.UID{ok, bad, retry} {
 		waitGone(t, ra, uid)
+	}
+}
+
+// A pod that ran to completion and finished is deleted in the API only
+// later: its final status must be published again with the deletion, so
+// that an API-backed reporter deletes the object (the kubelet's status
+// manager does so once the pod is finished and being deleted). Otherwise
+// the object stays Terminating for ever.
+func TestCompletedPodDeletedLaterFinishesAgain(t *testing.T) {
+	srv := fakecri.New(fakecri.Options{Images: []string{testImage}})
+	endpoint, err := srv.StartUnix(filepath.Join(t.TempDir(), "cri.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	var channel *source.Channel
+	var mu sync.Mutex
+	var finished []*v1.Pod
+	ra := startAgentWith(t, endpoint, t.TempDir(), func(o *agent.Options) {
+		o.Sources = []agent.Source{{Name: podmanager.APISource, New: func(sink source.Sink) (agent.Runner, error) {
+			var err error
+			channel, err = source.NewChannel(sink, source.ChannelOptions{Source: podmanager.APISource})
+			return channel, err
+		}}}
+		o.StatusReporter = func(agent.PodStateProvider) (agent.StatusReporter, error) {
+			return agent.StatusReporterFuncs{PodFinishedFunc: func(_ context.Context, pod, _ *v1.Pod, st v1.PodStatus) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if st.Phase != v1.PodSucceeded {
+					t.Errorf("final status %s, want Succeeded", st.Phase)
+				}
+				finished = append(finished, pod)
+				return nil
+			}}, nil
+		}
+	})
+	finishedPods := func() []*v1.Pod {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(finished)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "default", UID: "job-uid"},
+		Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyNever, Containers: []v1.Container{{Name: "main", Image: testImage}}}}
+	if err := channel.Push(ctx, []*v1.Pod{pod}); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, ra, pod.UID)
+	ids := runningContainerIDs(runtimePods(t, ra.rt, false)[pod.UID])
+	if len(ids) != 1 {
+		t.Fatalf("running containers %v, want one", ids)
+	}
+	if err := srv.ExitContainer(ids[0], 0); err != nil {
+		t.Fatal(err)
+	}
+	podworkertest.WaitFor(t, waitTimeout, "job finished", func() bool { return len(finishedPods()) == 1 })
+
+	// The API server records the final phase; later the pod is deleted.
+	done := pod.DeepCopy()
+	done.Status.Phase = v1.PodSucceeded
+	if err := channel.Push(ctx, []*v1.Pod{done}); err != nil {
+		t.Fatal(err)
+	}
+	ra.waitHousekeepings(t, 2)
+	if n := len(finishedPods()); n != 1 {
+		t.Fatalf("PodFinished called %d times before the deletion, want 1", n)
+	}
+	deleting := done.DeepCopy()
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	if err := channel.Push(ctx, []*v1.Pod{deleting}); err != nil {
+		t.Fatal(err)
+	}
+	podworkertest.WaitFor(t, waitTimeout, "final status published again with the deletion", func() bool {
+		f := finishedPods()
+		return len(f) >= 2 && f[len(f)-1].DeletionTimestamp != nil
+	})
+	ra.waitHousekeepings(t, 3)
+	if n := len(finishedPods()); n != 2 {
+		t.Errorf("PodFinished called %d times, want 2: once when finished, once with the deletion", n)
 	}
 }

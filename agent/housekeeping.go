@@ -37,6 +37,10 @@ type HousekeepingResult struct {
 	// OrphanedMirrorPodsDeleted counts mirror pods deleted for lack of a
 	// static pod.
 	OrphanedMirrorPodsDeleted int
+	// FinishedRepublished counts finished pods, deleted since they
+	// finished, whose final status was published again so that the API
+	// object can go.
+	FinishedRepublished int
 	// DeadPodsRemoved counts pods whose dead remains (exited containers,
 	// stopped sandboxes) were removed from the runtime because no worker
 	// knows them.
@@ -191,6 +195,8 @@ func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
 		res.TerminalPodsToDelete++
 		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: pod})
 	}
+	// Finished pods deleted since: publish their final status again.
+	res.FinishedRepublished = a.republishFinished(ctx, allPods)
 
 	// kubelet_working_pods, every valid combination.
 	res.WorkingPods = metrics.WorkingPodCounts{}

@@ -158,6 +158,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 		if err := a.report.PodFinished(ctx, pod, mirror, st); err != nil {
 			return fmt.Errorf("publish final status of %s: %w", podRef(pod), err)
 		}
+		a.noteFinished(pod)
 	}
 	a.cache.Delete(pod.UID)
 	a.log.V(2).Info("pod finished", "pod", podRef(pod), "podUID", pod.UID, "phase", st.Phase)

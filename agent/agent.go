@@ -39,11 +39,12 @@ type Agent struct {
 	syncer  *syncer
 
 	started atomic.Bool
-	// listedAfter is the relister's count of begun relists right after the
-	// last SyncKnownPods: the next housekeeping pass needs a listing
-	// numbered higher. Only housekeeping touches it, one pass at a time
-	// (on the sync loop, or a direct call while Run is not running).
-	listedAfter uint64
+	// forgotten are the pods the workers forgot in recent housekeeping
+	// passes, with the relister's count of begun relists right after: a
+	// listing numbered up to it may still show them. Only housekeeping
+	// touches it, one pass at a time (on the sync loop, or a direct call
+	// while Run is not running).
+	forgotten map[types.UID]uint64
 
 	mu sync.Mutex
 	// tracked are the pods the agent has handed to the pod workers, for
@@ -88,6 +89,7 @@ func New(opts Options) (*Agent, error) {
 
 		finishedDeleting: map[types.UID]bool{},
 		rejected:         map[types.UID]AdmitResult{},
+		forgotten:        map[types.UID]uint64{},
 	}
 	if opts.Registerer != nil {
 		m, err := metrics.New(metrics.Options{Registerer: opts.Registerer, Namespace: opts.MetricsNamespace})
@@ -250,7 +252,7 @@ func (a *Agent) syncLoop(ctx context.Context) error {
 			// Apply what the sources already delivered first: a pod of the
 			// first snapshot must never look like a runtime orphan.
 			a.drainUpdates(ctx, updates)
-			if err := a.Housekeeping(ctx); err != nil && ctx.Err() == nil {
+			if _, err := a.housekeeping(ctx, false); err != nil && ctx.Err() == nil {
 				a.log.Error(err, "housekeeping failed")
 			}
 		}

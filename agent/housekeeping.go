@@ -58,8 +58,12 @@ type HousekeepingResult struct {
 // KUBELET-BEHAVIOUR.md §3.2). Run calls it every HousekeepingInterval once
 // every source is ready, on the goroutine that applies config updates; call
 // it directly only when Run is not running (tests).
+//
+// A direct call reads the runtime afresh (a relist that begins during the
+// call); the passes of Run use the relister's last listing instead, so
+// that they never wait for one (see housekeeping).
 func (a *Agent) Housekeeping(ctx context.Context) error {
-	_, err := a.housekeeping(ctx)
+	_, err := a.housekeeping(ctx, true)
 	return err
 }
 
@@ -73,37 +77,51 @@ func (a *Agent) LastHousekeeping() (HousekeepingResult, bool) {
 	return r, a.housekeepings > 0
 }
 
-func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
+// housekeeping runs one pass; fresh makes it wait for a relist that begins
+// now, else it takes the relister's last listing.
+func (a *Agent) housekeeping(ctx context.Context, fresh bool) (HousekeepingResult, error) {
 	start := a.clock.Now()
 	res := HousekeepingResult{Start: start}
 
-	// The runtime view comes first, from the relister's listing (which also
-	// refreshed the status cache): any listing that began after the
-	// previous pass's SyncKnownPods, the only place where workers are
-	// forgotten. A runtime pod in it that no worker knows now is therefore
-	// truly unknown: a forgotten pod had finished, and its containers had
-	// been removed, before the listing began; a new pod had a worker before
-	// its first container. The periodic relist usually provides such a
-	// listing already, so the pass seldom waits for one (the kubelet lists
-	// the runtime inside the pass: seconds at 100,000 pods).
-	runtimePods, err := a.relist.PodsAfter(ctx, a.listedAfter)
+	// The runtime view, from the relister's listing (which also refreshed
+	// the status cache), comes first: what is running that no worker knows
+	// now. The listing may be a relist old (the kubelet lists the runtime
+	// inside the pass instead: seconds at 100,000 pods). That is safe
+	// because a pod gets its worker before its first container, and loses
+	// it only here, in SyncKnownPods, after it finished and its containers
+	// were removed: a pod forgotten after the listing began (forgotten) may
+	// still show in it, and is skipped.
+	var listErr error
+	n := uint64(0)
+	if fresh {
+		n = a.relist.Begun()
+	}
+	runtimePods, listing, err := a.relist.PodsAfter(ctx, n)
 	if err != nil {
-		return res, fmt.Errorf("refresh runtime cache: %w", err)
+		listErr = fmt.Errorf("refresh runtime cache: %w", err)
+	}
+	for uid, g := range a.forgotten {
+		if g < listing { // forgotten before the listing began
+			delete(a.forgotten, uid)
+		}
+	}
+	unknown := func(uid types.UID) bool {
+		if _, ok := a.workers.PodInfo(uid); ok {
+			return false
+		}
+		g, forgotten := a.forgotten[uid]
+		return !forgotten || g < listing
 	}
 	runningPods := running(runtimePods)
 	inRuntime := make(map[types.UID]*runtime.Pod, len(runningPods))
 	for _, rp := range runningPods {
 		inRuntime[rp.ID] = rp
 	}
-	known := func(uid types.UID) bool {
-		_, ok := a.workers.PodInfo(uid)
-		return ok
-	}
 
 	// Runtime pods the workers do not know: terminate them. An active
 	// desired pod is left to the restart below.
 	for _, rp := range runningPods {
-		if known(rp.ID) {
+		if !unknown(rp.ID) {
 			continue
 		}
 		if pod, desired := a.pods.GetPodByUID(rp.ID); desired && !a.isPodInactive(pod) {
@@ -117,16 +135,16 @@ func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
 	}
 	a.metrics.AddOrphanedRuntimePods(res.OrphanedRuntimePods)
 
-	res.DeadPodsRemoved = a.removeDeadRemains(ctx, runtimePods, known, inRuntime)
+	res.DeadPodsRemoved = a.removeDeadRemains(ctx, runtimePods, unknown, inRuntime)
 
 	// The config view.
 	allPods, mirrorPods, orphanedMirrors := a.pods.GetPodsAndMirrorPods()
 
 	// What the workers know; undesired pods are driven to termination and
-	// finished ones forgotten. The next pass needs a listing that begins
-	// after this.
+	// finished ones forgotten. Listings numbered up to forgetAt may predate
+	// the forgetting.
 	workingPods := a.workers.SyncKnownPods(allPods)
-	a.listedAfter = a.relist.Begun()
+	forgetAt := a.relist.Begun()
 
 	// Orphaned mirror pods go, unless their static pod still terminates.
 	if a.opts.MirrorClient != nil {
@@ -208,7 +226,10 @@ func (a *Agent) housekeeping(ctx context.Context) (HousekeepingResult, error) {
 	}
 
 	a.republishRejected(ctx)
-	a.forgetFinished(workingPods)
+	a.forgetFinished(workingPods, forgetAt)
+	if listErr != nil {
+		return res, listErr
+	}
 	res.Duration = a.clock.Since(start)
 	a.mu.Lock()
 	a.housekeepings++
@@ -231,10 +252,10 @@ const maxDeadRemovalsPerPass = 20
 // while no agent ran. Nothing else would ever remove them (the kubelet
 // has container garbage collection for this). Errors are logged; the next
 // pass tries again.
-func (a *Agent) removeDeadRemains(ctx context.Context, all []*runtime.Pod, known func(types.UID) bool, running map[types.UID]*runtime.Pod) int {
+func (a *Agent) removeDeadRemains(ctx context.Context, all []*runtime.Pod, unknown func(types.UID) bool, running map[types.UID]*runtime.Pod) int {
 	removed, tried := 0, 0
 	for _, rp := range all {
-		if known(rp.ID) {
+		if !unknown(rp.ID) {
 			continue
 		}
 		if _, alive := running[rp.ID]; alive {
@@ -302,14 +323,16 @@ func runningOnly(cs []*runtime.Container) ([]*runtime.Container, bool) {
 }
 
 // forgetFinished drops what the agent remembers of pods that neither the
-// workers nor the pod manager know any more.
-func (a *Agent) forgetFinished(workingPods map[types.UID]podworker.PodWorkerSync) {
+// workers nor the pod manager know any more, and notes in a.forgotten that
+// listings numbered up to forgetAt may show pods the workers just forgot.
+func (a *Agent) forgetFinished(workingPods map[types.UID]podworker.PodWorkerSync, forgetAt uint64) {
 	var gone []types.UID
 	a.mu.Lock()
 	for uid := range a.tracked {
 		if _, known := workingPods[uid]; known {
 			continue
 		}
+		a.forgotten[uid] = forgetAt
 		if _, desired := a.pods.GetPodByUID(uid); desired {
 			continue
 		}

@@ -197,32 +197,34 @@ func (r *Relister) Begun() uint64 {
 }
 
 // PodsAfter returns every pod in the runtime (GetPods(ctx, true)) as listed
-// by the last successful relist, provided it began after relist number n
-// (a value Begun returned); otherwise it relists first. Numbers, not times,
-// say what began after what, so a coarse or fake clock cannot blur it. The
-// pods are the relister's own: read them, do not modify them.
-func (r *Relister) PodsAfter(ctx context.Context, n uint64) ([]*Pod, error) {
-	if pods, ok := r.listedAfter(n); ok {
-		return pods, nil
+// by the last successful relist, and that relist's number, provided the
+// relist began after relist number n (a value Begun returned); otherwise it
+// relists first. PodsAfter(ctx, 0) takes whatever was listed last;
+// PodsAfter(ctx, r.Begun()) a relist that begins now or later. Numbers, not
+// times, say what began after what, so a coarse or fake clock cannot blur
+// it. The pods are the relister's own: read them, do not modify them.
+func (r *Relister) PodsAfter(ctx context.Context, n uint64) ([]*Pod, uint64, error) {
+	if pods, number, ok := r.listedAfter(n); ok {
+		return pods, number, nil
 	}
 	if err := r.acquire(ctx); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer r.release()
-	if pods, ok := r.listedAfter(n); ok {
-		return pods, nil
+	if pods, number, ok := r.listedAfter(n); ok {
+		return pods, number, nil
 	}
 	if err := r.relistHeld(ctx); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	pods, _ := r.listedAfter(n)
-	return pods, nil
+	pods, number, _ := r.listedAfter(n)
+	return pods, number, nil
 }
 
-func (r *Relister) listedAfter(n uint64) ([]*Pod, bool) {
+func (r *Relister) listedAfter(n uint64) ([]*Pod, uint64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.lastPods, r.lastNumber > n
+	return r.lastPods, r.lastNumber, r.lastNumber > n
 }
 
 // ForceRefresh relists now, waiting for a relist in progress to finish first.

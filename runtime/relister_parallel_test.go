@@ -160,18 +160,18 @@ func TestRelisterPodsAfter(t *testing.T) {
 	}
 	rt.setPod("a", runtime.ContainerStateRunning)
 	n0 := r.Begun()
-	pods, err := r.PodsAfter(ctx, n0) // nothing listed yet: relists
+	pods, _, err := r.PodsAfter(ctx, n0) // nothing listed yet: relists
 	if err != nil || len(pods) != 1 || pods[0].ID != "a" || lists() != 1 {
 		t.Fatalf("PodsAfter(%d) = %v, %v after %d listings; want pod a after 1", n0, pods, err, lists())
 	}
 	rt.setPod("b", runtime.ContainerStateRunning)
 	// The relist began after n0: no new listing, even though the clock
 	// never moved.
-	if pods, err := r.PodsAfter(ctx, n0); err != nil || len(pods) != 1 || lists() != 1 {
+	if pods, _, err := r.PodsAfter(ctx, n0); err != nil || len(pods) != 1 || lists() != 1 {
 		t.Fatalf("PodsAfter(%d) again = %v, %v after %d listings; want the same listing", n0, pods, err, lists())
 	}
 	n1 := r.Begun()
-	if pods, err := r.PodsAfter(ctx, n1); err != nil || len(pods) != 2 || lists() != 2 {
+	if pods, _, err := r.PodsAfter(ctx, n1); err != nil || len(pods) != 2 || lists() != 2 {
 		t.Fatalf("PodsAfter(%d) = %v, %v after %d listings; want a and b after 2", n1, pods, err, lists())
 	}
 	// A periodic relist that began after n2 serves PodsAfter(n2).
@@ -179,7 +179,12 @@ func TestRelisterPodsAfter(t *testing.T) {
 	if err := r.ForceRefresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.PodsAfter(ctx, n2); err != nil || lists() != 3 {
-		t.Fatalf("PodsAfter(%d) after a relist: %v after %d listings, want 3", n2, err, lists())
+	if _, number, err := r.PodsAfter(ctx, n2); err != nil || lists() != 3 || number != n2+1 {
+		t.Fatalf("PodsAfter(%d) after a relist: listing %d, %v after %d listings; want listing %d after 3", n2, number, err, lists(), n2+1)
+	}
+	// PodsAfter(0) takes the last listing, however old.
+	rt.setPod("c", runtime.ContainerStateRunning)
+	if pods, _, err := r.PodsAfter(ctx, 0); err != nil || len(pods) != 2 || lists() != 3 {
+		t.Fatalf("PodsAfter(0) = %v, %v after %d listings; want the last listing (a, b)", pods, err, lists())
 	}
 }

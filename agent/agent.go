@@ -69,6 +69,9 @@ type namedRunner struct {
 type trackedPod struct {
 	name, namespace string
 	runtimeOnly     bool
+	// forgotten: the workers no longer knew the pod at the last
+	// housekeeping pass (Agent.forgotten noted when).
+	forgotten bool
 }
 
 // New validates opts, builds every component and returns the Agent. It

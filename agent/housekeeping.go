@@ -83,14 +83,14 @@ func (a *Agent) housekeeping(ctx context.Context, fresh bool) (HousekeepingResul
 	start := a.clock.Now()
 	res := HousekeepingResult{Start: start}
 
-	// The runtime view, from the relister's listing (which also refreshed
-	// the status cache), comes first: what is running that no worker knows
-	// now. The listing may be a relist old (the kubelet lists the runtime
-	// inside the pass instead: seconds at 100,000 pods). That is safe
-	// because a pod gets its worker before its first container, and loses
-	// it only here, in SyncKnownPods, after it finished and its containers
-	// were removed: a pod forgotten after the listing began (forgotten) may
-	// still show in it, and is skipped.
+	// The runtime view: the relister's listing (which also refreshed the
+	// status cache). The passes of Run take the last one, which may be a
+	// relist old, and so never wait (the kubelet lists the runtime inside
+	// the pass: seconds at 100,000 pods). That is safe because a pod gets
+	// its worker before its first container, and loses it only in
+	// SyncKnownPods, after it finished and its containers were removed: a
+	// listing shows no pod that no worker knows, except pods forgotten
+	// after the listing began (a.forgotten), which are skipped.
 	var listErr error
 	n := uint64(0)
 	if fresh {
@@ -100,42 +100,6 @@ func (a *Agent) housekeeping(ctx context.Context, fresh bool) (HousekeepingResul
 	if err != nil {
 		listErr = fmt.Errorf("refresh runtime cache: %w", err)
 	}
-	for uid, g := range a.forgotten {
-		if g < listing { // forgotten before the listing began
-			delete(a.forgotten, uid)
-		}
-	}
-	unknown := func(uid types.UID) bool {
-		if _, ok := a.workers.PodInfo(uid); ok {
-			return false
-		}
-		g, forgotten := a.forgotten[uid]
-		return !forgotten || g < listing
-	}
-	runningPods := running(runtimePods)
-	inRuntime := make(map[types.UID]*runtime.Pod, len(runningPods))
-	for _, rp := range runningPods {
-		inRuntime[rp.ID] = rp
-	}
-
-	// Runtime pods the workers do not know: terminate them. An active
-	// desired pod is left to the restart below.
-	for _, rp := range runningPods {
-		if !unknown(rp.ID) {
-			continue
-		}
-		if pod, desired := a.pods.GetPodByUID(rp.ID); desired && !a.isPodInactive(pod) {
-			continue
-		}
-		a.log.Info("terminating orphaned runtime pod", "pod", rp.Namespace+"/"+rp.Name, "podUID", rp.ID)
-		one := int64(1)
-		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, RunningPod: rp,
-			KillPodOptions: &podworker.KillPodOptions{PodTerminationGracePeriodSecondsOverride: &one}})
-		res.OrphanedRuntimePods++
-	}
-	a.metrics.AddOrphanedRuntimePods(res.OrphanedRuntimePods)
-
-	res.DeadPodsRemoved = a.removeDeadRemains(ctx, runtimePods, unknown, inRuntime)
 
 	// The config view.
 	allPods, mirrorPods, orphanedMirrors := a.pods.GetPodsAndMirrorPods()
@@ -198,6 +162,49 @@ func (a *Agent) housekeeping(ctx context.Context, fresh bool) (HousekeepingResul
 	a.metrics.AddRestartedPods(true, res.RestartedStatic)
 	a.metrics.AddRestartedPods(false, res.RestartedRegular)
 
+	a.forgetFinished(workingPods, forgetAt)
+	for uid, g := range a.forgotten {
+		if g < listing { // forgotten before the listing began
+			delete(a.forgotten, uid)
+		}
+	}
+	unknown := func(uid types.UID) bool {
+		if _, known := workingPods[uid]; known {
+			return false
+		}
+		_, forgottenSince := a.forgotten[uid]
+		return !forgottenSince
+	}
+	var byUID map[types.UID]*runtime.Pod // built on first need
+	runsNow := func(uid types.UID) bool {
+		if byUID == nil {
+			byUID = make(map[types.UID]*runtime.Pod, len(runtimePods))
+			for _, p := range runtimePods {
+				byUID[p.ID] = p
+			}
+		}
+		p, ok := byUID[uid]
+		return ok && runningPart(p) != nil
+	}
+
+	// Runtime pods the workers do not know: terminate them.
+	for _, p := range runtimePods {
+		if !unknown(p.ID) {
+			continue
+		}
+		rp := runningPart(p)
+		if rp == nil {
+			continue
+		}
+		a.log.Info("terminating orphaned runtime pod", "pod", rp.Namespace+"/"+rp.Name, "podUID", rp.ID)
+		one := int64(1)
+		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, RunningPod: rp,
+			KillPodOptions: &podworker.KillPodOptions{PodTerminationGracePeriodSecondsOverride: &one}})
+		workingPods[rp.ID] = podworker.PodWorkerSync{State: podworker.TerminatingPod, Orphan: true}
+		res.OrphanedRuntimePods++
+	}
+	a.metrics.AddOrphanedRuntimePods(res.OrphanedRuntimePods)
+
 	// Terminal pods being deleted that no worker knows and that do not run:
 	// a kill lets them finish (and their API object go).
 	for _, pod := range allPods {
@@ -207,7 +214,7 @@ func (a *Agent) housekeeping(ctx context.Context, fresh bool) (HousekeepingResul
 		if _, known := workingPods[pod.UID]; known {
 			continue
 		}
-		if _, running := inRuntime[pod.UID]; running {
+		if runsNow(pod.UID) {
 			continue
 		}
 		res.TerminalPodsToDelete++
@@ -215,6 +222,8 @@ func (a *Agent) housekeeping(ctx context.Context, fresh bool) (HousekeepingResul
 	}
 	// Finished pods deleted since: publish their final status again.
 	res.FinishedRepublished = a.republishFinished(ctx, allPods)
+
+	res.DeadPodsRemoved = a.removeDeadRemains(ctx, runtimePods, unknown)
 
 	// kubelet_working_pods, every valid combination.
 	res.WorkingPods = metrics.WorkingPodCounts{}
@@ -226,7 +235,6 @@ func (a *Agent) housekeeping(ctx context.Context, fresh bool) (HousekeepingResul
 	}
 
 	a.republishRejected(ctx)
-	a.forgetFinished(workingPods, forgetAt)
 	if listErr != nil {
 		return res, listErr
 	}
@@ -252,13 +260,13 @@ const maxDeadRemovalsPerPass = 20
 // while no agent ran. Nothing else would ever remove them (the kubelet
 // has container garbage collection for this). Errors are logged; the next
 // pass tries again.
-func (a *Agent) removeDeadRemains(ctx context.Context, all []*runtime.Pod, unknown func(types.UID) bool, running map[types.UID]*runtime.Pod) int {
+func (a *Agent) removeDeadRemains(ctx context.Context, all []*runtime.Pod, unknown func(types.UID) bool) int {
 	removed, tried := 0, 0
 	for _, rp := range all {
 		if !unknown(rp.ID) {
 			continue
 		}
-		if _, alive := running[rp.ID]; alive {
+		if runningPart(rp) != nil {
 			continue
 		}
 		if _, desired := a.pods.GetPodByUID(rp.ID); desired {
@@ -286,19 +294,29 @@ func (a *Agent) removeDeadRemains(ctx context.Context, all []*runtime.Pod, unkno
 func running(all []*runtime.Pod) []*runtime.Pod {
 	var out []*runtime.Pod
 	for _, p := range all {
-		sandboxes, allSandboxes := runningOnly(p.Sandboxes)
-		containers, allContainers := runningOnly(p.Containers)
-		switch {
-		case len(sandboxes) == 0 && len(containers) == 0:
-		case allSandboxes && allContainers:
-			out = append(out, p)
-		default:
-			c := *p
-			c.Sandboxes, c.Containers = sandboxes, containers
-			out = append(out, &c)
+		if rp := runningPart(p); rp != nil {
+			out = append(out, rp)
 		}
 	}
 	return out
+}
+
+// runningPart returns what GetPods(ctx, false) would list of p: nil when
+// nothing of it runs, p itself when all of it runs, else a copy with only
+// its ready sandboxes and running containers.
+func runningPart(p *runtime.Pod) *runtime.Pod {
+	sandboxes, allSandboxes := runningOnly(p.Sandboxes)
+	containers, allContainers := runningOnly(p.Containers)
+	switch {
+	case len(sandboxes) == 0 && len(containers) == 0:
+		return nil
+	case allSandboxes && allContainers:
+		return p
+	default:
+		c := *p
+		c.Sandboxes, c.Containers = sandboxes, containers
+		return &c
+	}
 }
 
 // runningOnly returns the running ones of cs (cs itself when all are) and
@@ -324,15 +342,25 @@ func runningOnly(cs []*runtime.Container) ([]*runtime.Container, bool) {
 
 // forgetFinished drops what the agent remembers of pods that neither the
 // workers nor the pod manager know any more, and notes in a.forgotten that
-// listings numbered up to forgetAt may show pods the workers just forgot.
+// listings numbered up to forgetAt may show the pods the workers forgot
+// since the previous pass (once per forgetting: a desired pod the workers
+// no longer know is noted when they forget it, not at every pass).
 func (a *Agent) forgetFinished(workingPods map[types.UID]podworker.PodWorkerSync, forgetAt uint64) {
 	var gone []types.UID
 	a.mu.Lock()
-	for uid := range a.tracked {
+	for uid, t := range a.tracked {
 		if _, known := workingPods[uid]; known {
+			if t.forgotten {
+				t.forgotten = false
+				a.tracked[uid] = t
+			}
 			continue
 		}
-		a.forgotten[uid] = forgetAt
+		if !t.forgotten {
+			a.forgotten[uid] = forgetAt
+			t.forgotten = true
+			a.tracked[uid] = t
+		}
 		if _, desired := a.pods.GetPodByUID(uid); desired {
 			continue
 		}

@@ -93,8 +93,28 @@ func (s *soak) finalProblems() []string {
 		}
 	}
 	workers := ar.Workers()
+	completed, completedUnknown := 0, 0
 	for uid, pod := range desired {
 		rp := inRuntime[uid]
+		info, known := workers.PodInfo(uid)
+		if !known && isJob(pod) && (pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed) && rp == nil {
+			// Completed, and recreated with the same UID and its final
+			// phase while it finished: inactive, so not started again,
+			// and no worker needs it (the kubelet does the same).
+			completedUnknown++
+			continue
+		}
+		if known && info.Lifecycle == podworker.LifecycleFinished && isJob(pod) {
+			// Ran to completion: a terminal phase, nothing left.
+			completed++
+			if st, ok := ar.StatusReporter().Status(uid); !ok || (st.Phase != v1.PodSucceeded && st.Phase != v1.PodFailed) {
+				add("completed pod %s (%s) has published phase %q", podmanager.FullName(pod), uid, st.Phase)
+			}
+			if rp != nil {
+				add("completed pod %s (%s) is still in the runtime: %s", podmanager.FullName(pod), uid, describe(rp))
+			}
+			continue
+		}
 		if !runsAll(pod, rp) {
 			add("desired pod %s (%s) is not running in the runtime; worker: %s", podmanager.FullName(pod), uid, s.workerState(uid))
 			continue
@@ -108,9 +128,12 @@ func (s *soak) finalProblems() []string {
 		}
 	}
 
-	// The pod workers know exactly the desired pods.
-	if n := workers.Len(); n != len(desired) {
-		add("the pod workers know %d pods, %d are desired", n, len(desired))
+	s.desiredAtEnd, s.completedAtEnd = len(desired), completed+completedUnknown
+
+	// The pod workers know exactly the desired pods (but completed ones
+	// that no worker needs).
+	if n := workers.Len(); n != len(desired)-completedUnknown {
+		add("the pod workers know %d pods, %d are desired (%d of them completed and unknown to the workers)", n, len(desired), completedUnknown)
 		for _, v := range ar.Pods() {
 			if !v.Desired {
 				add("  worker for undesired pod %s/%s (%s): %s, %d failures", v.Namespace, v.Name, v.UID, v.Lifecycle, v.Failures)
@@ -120,7 +143,7 @@ func (s *soak) finalProblems() []string {
 
 	// The gauges say the same.
 	if len(out) == 0 {
-		out = append(out, metricProblems(ar.reg, nStatic, len(desired)-nStatic)...)
+		out = append(out, metricProblems(ar.reg, nStatic, len(desired)-nStatic, completed, completedUnknown)...)
 	}
 	return out
 }
@@ -172,8 +195,10 @@ var (
 )
 
 // metricProblems compares the gauges with nStatic static and nAPI API pods,
-// all desired and running, and nothing else.
-func metricProblems(reg *prometheus.Registry, nStatic, nAPI int) []string {
+// all desired, of which completed API pods ran to completion (their workers
+// finished) and completedUnknown did and no worker knows them, and the
+// others run, and nothing else.
+func metricProblems(reg *prometheus.Registry, nStatic, nAPI, completed, completedUnknown int) []string {
 	var out []string
 	if n, err := testutil.GatherAndCount(reg, podCountMetrics...); err != nil || n != 23 {
 		out = append(out, fmt.Sprintf("%d pod-count series (err %v), want 23", n, err))
@@ -181,7 +206,7 @@ func metricProblems(reg *prometheus.Registry, nStatic, nAPI int) []string {
 	want := map[string]float64{
 		`kubelet_desired_pods{static=""}`:     float64(nAPI),
 		`kubelet_desired_pods{static="true"}`: float64(nStatic),
-		`kubelet_active_pods{static=""}`:      float64(nAPI),
+		`kubelet_active_pods{static=""}`:      float64(nAPI - completed - completedUnknown),
 		`kubelet_active_pods{static="true"}`:  float64(nStatic),
 		`kubelet_mirror_pods{}`:               0,
 	}
@@ -190,7 +215,8 @@ func metricProblems(reg *prometheus.Registry, nStatic, nAPI int) []string {
 			want[fmt.Sprintf(`kubelet_working_pods{config=%q,lifecycle=%q,static=%q}`, cs[0], lc, cs[1])] = 0
 		}
 	}
-	want[`kubelet_working_pods{config="desired",lifecycle="sync",static=""}`] = float64(nAPI)
+	want[`kubelet_working_pods{config="desired",lifecycle="sync",static=""}`] = float64(nAPI - completed - completedUnknown)
+	want[`kubelet_working_pods{config="desired",lifecycle="terminated",static=""}`] = float64(completed)
 	want[`kubelet_working_pods{config="desired",lifecycle="sync",static="true"}`] = float64(nStatic)
 
 	got, err := gather(reg, gauges)

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -181,13 +182,28 @@ func (s *soak) apiEvent(a *apiSlot, now time.Time) {
 }
 
 func (s *soak) apiCreate(a *apiSlot) {
-	a.pod = newAPIPod(a, s.rng.Int64N(4), s.rng.IntN(10) < 3, 1+s.rng.IntN(2))
-	s.tr.add("api-create", "%s grace=%d containers=%d", a.pod.UID, *a.pod.Spec.TerminationGracePeriodSeconds, len(a.pod.Spec.Containers))
+	// Most pods run for ever; some run to completion (one container, which
+	// a crash with code 0, or any code for Never, completes).
+	policy, containers := v1.RestartPolicyAlways, 1+s.rng.IntN(2)
+	switch r := s.rng.IntN(100); {
+	case r < 15:
+		policy, containers = v1.RestartPolicyOnFailure, 1
+	case r < 30:
+		policy, containers = v1.RestartPolicyNever, 1
+	}
+	a.pod = newAPIPod(a, s.rng.Int64N(4), s.rng.IntN(10) < 3, containers, policy)
+	s.tr.add("api-create", "%s grace=%d containers=%d restart=%s", a.pod.UID, *a.pod.Spec.TerminationGracePeriodSeconds, len(a.pod.Spec.Containers), policy)
 	s.apiDirty = true
 }
 
 func (s *soak) apiReadd(a *apiSlot) {
-	a.pod, a.readd = a.readd, nil
+	a.incarnations++
+	p := a.readd.DeepCopy()
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[incarnationKey] = strconv.Itoa(a.incarnations)
+	a.pod, a.readd = p, nil
 	s.tr.add("api-readd", "%s", a.pod.UID)
 	s.apiDirty = true
 }

@@ -134,12 +134,19 @@ type invariants struct {
 
 	mu         sync.Mutex
 	violations []string
-	finished   map[types.UID]bool // PodFinished seen, for the API server's garbage collection
+	finished   map[types.UID]finish // PodFinished seen, for the API server
 	srcErrors  []string
 }
 
 func newInvariants(checker *cri.Runtime, tr *trace) *invariants {
-	return &invariants{checker: checker, tr: tr, finished: map[types.UID]bool{}}
+	return &invariants{checker: checker, tr: tr, finished: map[types.UID]finish{}}
+}
+
+// finish is a PodFinished call: the phase, and the incarnation of the pod
+// (its incarnationKey annotation).
+type finish struct {
+	phase       v1.PodPhase
+	incarnation string
 }
 
 func (inv *invariants) violation(format string, args ...any) {
@@ -157,12 +164,13 @@ func (inv *invariants) sourceError(err error) {
 	inv.srcErrors = append(inv.srcErrors, err.Error())
 }
 
-// takeFinished returns and forgets the pods seen finished.
-func (inv *invariants) takeFinished() map[types.UID]bool {
+// takeFinished returns and forgets the pods seen finished, with the phase
+// they finished in.
+func (inv *invariants) takeFinished() map[types.UID]finish {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	f := inv.finished
-	inv.finished = map[types.UID]bool{}
+	inv.finished = map[types.UID]finish{}
 	return f
 }
 
@@ -212,14 +220,15 @@ func (r *checkReporter) SetPodStatus(ctx context.Context, pod, _ *v1.Pod, status
 }
 
 func (r *checkReporter) PodFinished(ctx context.Context, pod, _ *v1.Pod, status v1.PodStatus) error {
-	r.publish(ctx, pod, status, true)
+	phase := r.publish(ctx, pod, status, true)
 	r.inv.mu.Lock()
-	r.inv.finished[pod.UID] = true
+	r.inv.finished[pod.UID] = finish{phase: phase, incarnation: pod.Annotations[incarnationKey]}
 	r.inv.mu.Unlock()
 	return nil
 }
 
-func (r *checkReporter) publish(ctx context.Context, pod *v1.Pod, status v1.PodStatus, finished bool) {
+// publish records and checks a status; it returns the phase published.
+func (r *checkReporter) publish(ctx context.Context, pod *v1.Pod, status v1.PodStatus, finished bool) v1.PodPhase {
 	could := r.pods.CouldHaveRunningContainers(pod.UID)
 	r.mu.Lock()
 	var old *v1.PodStatus
@@ -234,14 +243,14 @@ func (r *checkReporter) publish(ctx context.Context, pod *v1.Pod, status v1.PodS
 		r.inv.violation("pod %s/%s (%s) finished with phase %q, not a terminal one", pod.Namespace, pod.Name, pod.UID, merged.Phase)
 	}
 	if !terminal {
-		return
+		return merged.Phase
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	st, err := r.inv.checker.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		r.inv.unchecked.Add(1) // the runtime is faulty right now
-		return
+		return merged.Phase
 	}
 	r.inv.checked.Add(1)
 	if st.HasRunningContainers() || st.HasReadySandbox() {
@@ -251,4 +260,5 @@ func (r *checkReporter) publish(ctx context.Context, pod *v1.Pod, status v1.PodS
 		r.inv.violation("pod %s/%s (%s) reported finished while the runtime still holds %d containers and %d sandboxes",
 			pod.Namespace, pod.Name, pod.UID, len(st.ContainerStatuses), len(st.SandboxStatuses))
 	}
+	return merged.Phase
 }

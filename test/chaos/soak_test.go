@@ -3,6 +3,7 @@ package chaos
 import (
 	"flag"
 	"fmt"
+	v1 "k8s.io/api/core/v1"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -60,8 +61,8 @@ func TestSoak(t *testing.T) {
 		return
 	}
 	s.shutdown()
-	t.Logf("soak passed: %d pods, %s of schedule, settled in %s; %s; reporter checks: %d done, %d skipped (runtime faulty)",
-		*flagPods, *flagDuration, s.settled.Round(time.Millisecond), s.tr.summary(), s.inv.checked.Load(), s.inv.unchecked.Load())
+	t.Logf("soak passed: %d pods, %s of schedule, settled in %s (%d desired at the end, %d of them completed); %s; reporter checks: %d done, %d skipped (runtime faulty)",
+		*flagPods, *flagDuration, s.settled.Round(time.Millisecond), s.desiredAtEnd, s.completedAtEnd, s.tr.summary(), s.inv.checked.Load(), s.inv.unchecked.Load())
 
 	// No goroutine outlives the agents, the CRI clients and fakecri.
 	deadline := time.Now().Add(10 * time.Second)
@@ -102,6 +103,9 @@ type soak struct {
 	listing     []*runtime.Pod
 	listedAt    time.Time
 	settled     time.Duration
+	// desiredAtEnd and completedAtEnd: the desired pods, and those of them
+	// that ran to completion, when the final checks last ran.
+	desiredAtEnd, completedAtEnd int
 }
 
 type timedAction struct {
@@ -360,16 +364,30 @@ func (s *soak) flushAPI() bool {
 }
 
 // collectFinished plays the API server: a gracefully deleted pod whose
-// final status was published (PodFinished) is deleted for good.
+// final status was published (PodFinished) is deleted for good; a pod that
+// ran to completion keeps its final phase, which later agents then see.
 func (s *soak) collectFinished() {
 	finished := s.inv.takeFinished()
 	if len(finished) == 0 {
 		return
 	}
 	for _, a := range s.apis {
-		if a.deleting() && finished[a.pod.UID] {
+		if a.pod == nil {
+			continue
+		}
+		f, ok := finished[a.pod.UID]
+		switch {
+		case !ok:
+		case a.deleting():
 			s.tr.add("api-gc", "%s", a.pod.UID)
 			a.pod = nil
+			s.apiDirty = true
+		case isJob(a.pod) && a.pod.Status.Phase == "" && (f.phase == v1.PodSucceeded || f.phase == v1.PodFailed) &&
+			f.incarnation == a.pod.Annotations[incarnationKey]:
+			p := a.pod.DeepCopy()
+			p.Status.Phase = f.phase
+			s.tr.add("api-completed", "%s %s", p.UID, f.phase)
+			a.pod = p
 			s.apiDirty = true
 		}
 	}

@@ -61,15 +61,26 @@ type apiSlot struct {
 	// delete (the same UID recreated while it terminates).
 	readd   *v1.Pod
 	readdAt time.Time
+	// incarnations counts the re-adds of the current UID: each re-added
+	// object carries the count in incarnationKey, so that a final status
+	// of the incarnation before is not taken for the current one's.
+	incarnations int
 }
 
+// incarnationKey is the annotation that tells incarnations of one UID apart.
+const incarnationKey = "chaos.podlife.io/incarnation"
+
 func (s *apiSlot) name() string { return fmt.Sprintf("a%04d", s.idx) }
+
+// isJob reports whether pod may run to completion (RestartPolicy Never or
+// OnFailure).
+func isJob(pod *v1.Pod) bool { return pod.Spec.RestartPolicy != v1.RestartPolicyAlways }
 
 // deleting reports whether the current object carries a deletion timestamp.
 func (s *apiSlot) deleting() bool { return s.pod != nil && s.pod.DeletionTimestamp != nil }
 
 // newAPIPod builds a new API pod for slot s.
-func newAPIPod(s *apiSlot, grace int64, hang bool, containers int) *v1.Pod {
+func newAPIPod(s *apiSlot, grace int64, hang bool, containers int, policy v1.RestartPolicy) *v1.Pod {
 	s.gen++
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -81,7 +92,7 @@ func newAPIPod(s *apiSlot, grace int64, hang bool, containers int) *v1.Pod {
 		},
 		Spec: v1.PodSpec{
 			NodeName:                      nodeName,
-			RestartPolicy:                 v1.RestartPolicyAlways,
+			RestartPolicy:                 policy,
 			TerminationGracePeriodSeconds: &grace,
 		},
 	}

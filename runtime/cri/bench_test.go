@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/podlife/podlife/runtime"
 	"github.com/podlife/podlife/runtime/fakecri"
 )
 
@@ -53,6 +55,35 @@ func BenchmarkGetPodStatus(b *testing.B) {
 		st, err := rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 		if err != nil || len(st.ContainerStatuses) != 2 {
 			b.Fatalf("%v, %v", st, err)
+		}
+	}
+}
+
+// BenchmarkRelistInspect: one relist that finds all of 1,000 pods changed
+// (a fresh relister) and reads their statuses, with RelisterOptions.Workers
+// status reads at once, over fakecri without and with 1ms of latency per
+// ListPodSandbox call (a real runtime answers in about that time).
+func BenchmarkRelistInspect(b *testing.B) {
+	srv, ep := benchPods(b, 1000)
+	rt := newRuntime(b, ep)
+	ctx := context.Background()
+	for _, latency := range []time.Duration{0, time.Millisecond} {
+		for _, workers := range []int{1, 8} {
+			b.Run(fmt.Sprintf("latency=%s/workers=%d", latency, workers), func(b *testing.B) {
+				if latency > 0 {
+					defer srv.Delay("ListPodSandbox", latency)()
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					r, err := runtime.NewRelister(runtime.RelisterOptions{Runtime: rt, Cache: runtime.NewCache(), Workers: workers})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := r.ForceRefresh(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

@@ -2,7 +2,9 @@ package scale
 
 import (
 	"flag"
+	"os"
 	goruntime "runtime"
+	"runtime/pprof"
 	"slices"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ var (
 	flagPods   = flag.Int("scale.pods", 2000, "API pods (one container each) the agent holds at once")
 	flagPasses = flag.Int("scale.passes", 5, "housekeeping passes timed once every pod runs (the median is reported)")
 	flagLog    = flag.Bool("scale.log", false, "log the agent (V(2)) to the test log")
+	flagHeap   = flag.String("scale.heapprofile", "", "write a heap profile to this file once every pod runs")
 )
 
 // settingsFor returns the agent's timings for n pods: the defaults (2s
@@ -70,6 +73,9 @@ func TestScale(t *testing.T) {
 	t.Logf("created %d pods in %s (%.0f pods/s)", n, created.Round(time.Millisecond), float64(n)/created.Seconds())
 	t.Logf("live heap: %.1f MiB for %d running pods = %.0f B/pod (the agent, its CRI client and fakecri, pod objects excluded); goroutines %d -> %d",
 		float64(heap1-heap0)/(1<<20), n, float64(heap1-heap0)/float64(n), g0, g1)
+	if *flagHeap != "" {
+		writeHeapProfile(t, *flagHeap)
+	}
 	if _, _, terminal := w.rep.counts(); terminal != 0 {
 		t.Errorf("%d terminal phases reported for pods that were never deleted", terminal)
 	}
@@ -171,6 +177,18 @@ func median(d []time.Duration) time.Duration {
 // costs about n/10 µs.
 func pollFor(n int) time.Duration {
 	return max(20*time.Millisecond, time.Duration(n)*5*time.Microsecond)
+}
+
+func writeHeapProfile(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // liveHeap returns the live heap after a GC, and the number of goroutines.

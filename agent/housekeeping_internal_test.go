@@ -4,8 +4,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/podworker"
 	"github.com/podlife/podlife/runtime"
+	"github.com/podlife/podlife/runtime/cri"
 )
 
 // TestRunning: the running view housekeeping derives from a full listing is
@@ -40,5 +45,53 @@ func TestRunning(t *testing.T) {
 	}
 	if len(mixed.Containers) != 3 || len(mixed.Sandboxes) != 2 {
 		t.Error("the listing was modified")
+	}
+}
+
+// TestForgottenNotedOncePerForgetting: housekeeping notes a pod the workers
+// forgot once, with the relist count of the pass that forgot it, so that
+// only listings that may predate the forgetting skip it. A desired pod the
+// workers no longer know must not be noted again at every pass (eb3195f
+// did): every listing would then skip it, and a running remains of it would
+// never be terminated.
+func TestForgottenNotedOncePerForgetting(t *testing.T) {
+	rt, err := cri.New(cri.Options{Endpoint: "unix:///nonexistent/podlife-agent-test.sock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	a, err := New(Options{Runtime: rt, NodeName: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.pods.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "desired", Name: "desired", Namespace: "ns"}})
+	for _, uid := range []types.UID{"desired", "gone", "known"} {
+		a.tracked[uid] = trackedPod{name: string(uid), namespace: "ns"}
+	}
+	known := map[types.UID]podworker.PodWorkerSync{"known": {}}
+
+	a.forgetFinished(known, 5)
+	if diff := cmp.Diff(map[types.UID]uint64{"desired": 5, "gone": 5}, a.forgotten); diff != "" {
+		t.Fatalf("after the forgetting pass (-want +got):\n%s", diff)
+	}
+	if _, ok := a.tracked["gone"]; ok {
+		t.Error("an undesired forgotten pod is still tracked")
+	}
+	delete(a.forgotten, "gone") // as a later listing prunes it
+
+	a.forgetFinished(known, 9)
+	if diff := cmp.Diff(map[types.UID]uint64{"desired": 5}, a.forgotten); diff != "" {
+		t.Fatalf("a later pass noted again (-want +got):\n%s", diff)
+	}
+
+	// Known again (restarted), then forgotten again: noted anew.
+	delete(a.forgotten, "desired")
+	a.forgetFinished(map[types.UID]podworker.PodWorkerSync{"known": {}, "desired": {}}, 12)
+	if len(a.forgotten) != 0 {
+		t.Fatalf("a known pod noted: %v", a.forgotten)
+	}
+	a.forgetFinished(known, 15)
+	if diff := cmp.Diff(map[types.UID]uint64{"desired": 15}, a.forgotten); diff != "" {
+		t.Fatalf("forgotten a second time (-want +got):\n%s", diff)
 	}
 }

@@ -130,6 +130,34 @@ func (s *soak) finalProblems() []string {
 
 	s.desiredAtEnd, s.completedAtEnd = len(desired), completed+completedUnknown
 
+	// Every desired static pod has its mirror, of its hash, paired in the
+	// pod manager; no other mirror is left.
+	mirrors, _ := s.mirrors.snapshot()
+	staticNames := map[string]bool{}
+	for _, pod := range desired {
+		if !podmanager.IsStaticPod(pod) {
+			continue
+		}
+		full := podmanager.FullName(pod)
+		staticNames[full] = true
+		m, ok := s.mirrors.get(full)
+		switch {
+		case !ok:
+			add("static pod %s (%s) has no mirror pod", full, pod.UID)
+		case m.Annotations[podmanager.ConfigMirrorAnnotationKey] != podmanager.PodHash(pod):
+			add("the mirror of static pod %s (%s) has hash %q, the pod %q", full, pod.UID, m.Annotations[podmanager.ConfigMirrorAnnotationKey], podmanager.PodHash(pod))
+		default:
+			if paired, ok := ar.PodManager().GetMirrorPodByPod(pod); !ok || paired.UID != m.UID {
+				add("the mirror of static pod %s (%s) is not paired in the pod manager", full, pod.UID)
+			}
+		}
+	}
+	for _, m := range mirrors {
+		if full := podmanager.FullName(m); !staticNames[full] {
+			add("mirror pod %s (%s) is left without a static pod; worker of that name: %s", full, m.UID, s.workerStateByName(full))
+		}
+	}
+
 	// The pod workers know exactly the desired pods (but completed ones
 	// that no worker needs).
 	if n := workers.Len(); n != len(desired)-completedUnknown {
@@ -177,6 +205,20 @@ func runsAll(pod *v1.Pod, rp *runtime.Pod) bool {
 	return true
 }
 
+// workerStateByName describes the workers of the pods named fullName.
+func (s *soak) workerStateByName(fullName string) string {
+	var parts []string
+	for _, v := range s.ar.Pods() {
+		if v.Name+"_"+v.Namespace == fullName {
+			parts = append(parts, fmt.Sprintf("%s: %s", v.UID, s.workerState(v.UID)))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
 func (s *soak) workerState(uid types.UID) string {
 	info, ok := s.ar.Workers().PodInfo(uid)
 	if !ok {
@@ -208,7 +250,7 @@ func metricProblems(reg *prometheus.Registry, nStatic, nAPI, completed, complete
 		`kubelet_desired_pods{static="true"}`: float64(nStatic),
 		`kubelet_active_pods{static=""}`:      float64(nAPI - completed - completedUnknown),
 		`kubelet_active_pods{static="true"}`:  float64(nStatic),
-		`kubelet_mirror_pods{}`:               0,
+		`kubelet_mirror_pods{}`:               float64(nStatic),
 	}
 	for _, lc := range []string{"sync", "terminating", "terminated"} {
 		for _, cs := range [][2]string{{"desired", ""}, {"desired", "true"}, {"orphan", ""}, {"orphan", "true"}, {"runtime_only", "unknown"}} {

@@ -69,7 +69,13 @@ func (s *soak) staticEvent(st *staticSlot, now time.Time) {
 		s.staticAdd(st, now)
 	default:
 		switch r := s.rng.IntN(100); {
-		case r < 40:
+		case r < 10:
+			// A user deletes the mirror pod in the API: the agent must
+			// create it again.
+			if s.mirrors.userDelete(st.fullName()) {
+				s.tr.add("mirror-delete", "%s", st.fullName())
+			}
+		case r < 45:
 			st.version++
 			if s.rng.IntN(3) == 0 {
 				st.grace, st.hang = s.rng.IntN(4), s.rng.IntN(10) < 3
@@ -208,8 +214,11 @@ func (s *soak) apiReadd(a *apiSlot) {
 	s.apiDirty = true
 }
 
+// apiSnapshot returns the API server's pods: the API pods and the mirror
+// pods, and notes the version of the mirrors it holds.
 func (s *soak) apiSnapshot() []*v1.Pod {
-	var pods []*v1.Pod
+	pods, version := s.mirrors.snapshot()
+	s.mirrorsPushed = version
 	for _, a := range s.apis {
 		if a.pod != nil {
 			pods = append(pods, a.pod)

@@ -60,7 +60,7 @@ type agentRun struct {
 
 // startAgent builds and runs an agent over endpoint and the manifest folder
 // dir, with the API pods of the channel source pushed by the soak.
-func startAgent(endpoint, dir string, tm timings, inv *invariants, log logr.Logger) (*agentRun, error) {
+func startAgent(endpoint, dir string, tm timings, inv *invariants, mirrors podmanager.MirrorClient, log logr.Logger) (*agentRun, error) {
 	rt, err := newCRI(endpoint)
 	if err != nil {
 		return nil, err
@@ -77,6 +77,7 @@ func startAgent(endpoint, dir string, tm timings, inv *invariants, log logr.Logg
 			return ch, err
 		}}},
 		OnSourceError: inv.sourceError,
+		MirrorClient:  mirrors,
 		StatusReporter: func(pods agent.PodStateProvider) (agent.StatusReporter, error) {
 			ar.rep = newCheckReporter(pods, inv)
 			return ar.rep, nil

@@ -44,7 +44,7 @@ func TestDeadRemainsOfUnknownPodsAreRemoved(t *testing.T) {
 	}
 
 	// A first agent runs the pod.
-	ar, err := startAgent(endpoint, dir, timingsFor(1), inv, logr.Discard())
+	ar, err := startAgent(endpoint, dir, timingsFor(1), inv, nil, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestDeadRemainsOfUnknownPodsAreRemoved(t *testing.T) {
 	}
 
 	// A new agent must clean up what is left of it.
-	ar, err = startAgent(endpoint, dir, timingsFor(1), inv, logr.Discard())
+	ar, err = startAgent(endpoint, dir, timingsFor(1), inv, nil, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,8 +61,9 @@ func TestSoak(t *testing.T) {
 		return
 	}
 	s.shutdown()
-	t.Logf("soak passed: %d pods, %s of schedule, settled in %s (%d desired at the end, %d of them completed); %s; reporter checks: %d done, %d skipped (runtime faulty)",
-		*flagPods, *flagDuration, s.settled.Round(time.Millisecond), s.desiredAtEnd, s.completedAtEnd, s.tr.summary(), s.inv.checked.Load(), s.inv.unchecked.Load())
+	created, deleted := s.mirrors.counts()
+	t.Logf("soak passed: %d pods, %s of schedule, settled in %s (%d desired at the end, %d of them completed); %s; mirror pods: %d created, %d deleted by agents; reporter checks: %d done, %d skipped (runtime faulty)",
+		*flagPods, *flagDuration, s.settled.Round(time.Millisecond), s.desiredAtEnd, s.completedAtEnd, s.tr.summary(), created, deleted, s.inv.checked.Load(), s.inv.unchecked.Load())
 
 	// No goroutine outlives the agents, the CRI clients and fakecri.
 	deadline := time.Now().Add(10 * time.Second)
@@ -106,6 +107,11 @@ type soak struct {
 	// desiredAtEnd and completedAtEnd: the desired pods, and those of them
 	// that ran to completion, when the final checks last ran.
 	desiredAtEnd, completedAtEnd int
+
+	// mirrors is the API server's store of mirror pods; mirrorsPushed the
+	// version of it the agent was last given.
+	mirrors       *mirrorStore
+	mirrorsPushed uint64
 }
 
 type timedAction struct {
@@ -139,6 +145,7 @@ func newSoak(t *testing.T, seed uint64) *soak {
 		t.Fatal(err)
 	}
 	s.inv = newInvariants(checker, s.tr)
+	s.mirrors = newMirrorStore(seed, *flagFaultRate)
 	nStatic := *flagPods / 3
 	for i := range nStatic {
 		s.statics = append(s.statics, &staticSlot{idx: i})
@@ -210,6 +217,7 @@ func (s *soak) run() bool {
 	// The faults stop; the desired state stops changing (pending same-UID
 	// re-adds are applied now).
 	s.srv.ClearFaults()
+	s.mirrors.setFailRate(0)
 	s.timed = nil
 	s.liveFaults = 0
 	s.runtimeUp()
@@ -321,7 +329,7 @@ func (s *soak) runtimeUp() {
 
 // startAgent starts a new agent incarnation and hands it the API pods.
 func (s *soak) startAgent() bool {
-	ar, err := startAgent(s.end, s.dir, s.tm, s.inv, s.log)
+	ar, err := startAgent(s.end, s.dir, s.tm, s.inv, s.mirrors.client(), s.log)
 	if err != nil {
 		s.t.Errorf("start agent: %v", err)
 		return false
@@ -352,6 +360,9 @@ func (s *soak) restartAgent(now time.Time) bool {
 
 // flushAPI pushes the API snapshot if it changed.
 func (s *soak) flushAPI() bool {
+	if _, v := s.mirrors.snapshot(); v != s.mirrorsPushed {
+		s.apiDirty = true
+	}
 	if !s.apiDirty || s.ar == nil {
 		return true
 	}

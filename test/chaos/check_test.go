@@ -93,10 +93,25 @@ func (s *soak) finalProblems() []string {
 		}
 	}
 	workers := ar.Workers()
-	completed, completedUnknown := 0, 0
+	completed, completedUnknown, nRejected := 0, 0, 0
 	for uid, pod := range desired {
 		rp := inRuntime[uid]
 		info, known := workers.PodInfo(uid)
+		if rejected(pod) {
+			// Admission rejected it: it never reaches a worker, never
+			// runs, and its status says why.
+			nRejected++
+			if known {
+				add("rejected pod %s (%s) has a worker: %s", podmanager.FullName(pod), uid, s.workerState(uid))
+			}
+			if rp != nil {
+				add("rejected pod %s (%s) is in the runtime: %s", podmanager.FullName(pod), uid, describe(rp))
+			}
+			if st, ok := ar.StatusReporter().Status(uid); !ok || st.Phase != v1.PodFailed || st.Reason != rejectReason {
+				add("rejected pod %s (%s) has published phase %q, reason %q; want Failed, %s", podmanager.FullName(pod), uid, st.Phase, st.Reason, rejectReason)
+			}
+			continue
+		}
 		if !known && isJob(pod) && (pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed) && rp == nil {
 			// Completed, and recreated with the same UID and its final
 			// phase while it finished: inactive, so not started again,
@@ -128,7 +143,7 @@ func (s *soak) finalProblems() []string {
 		}
 	}
 
-	s.desiredAtEnd, s.completedAtEnd = len(desired), completed+completedUnknown
+	s.desiredAtEnd, s.completedAtEnd, s.rejectedAtEnd = len(desired), completed+completedUnknown, nRejected
 
 	// Every desired static pod has its mirror, of its hash, paired in the
 	// pod manager; no other mirror is left.
@@ -160,8 +175,8 @@ func (s *soak) finalProblems() []string {
 
 	// The pod workers know exactly the desired pods (but completed ones
 	// that no worker needs).
-	if n := workers.Len(); n != len(desired)-completedUnknown {
-		add("the pod workers know %d pods, %d are desired (%d of them completed and unknown to the workers)", n, len(desired), completedUnknown)
+	if n := workers.Len(); n != len(desired)-completedUnknown-nRejected {
+		add("the pod workers know %d pods, %d are desired (%d of them completed and unknown to the workers, %d rejected)", n, len(desired), completedUnknown, nRejected)
 		for _, v := range ar.Pods() {
 			if !v.Desired {
 				add("  worker for undesired pod %s/%s (%s): %s, %d failures", v.Namespace, v.Name, v.UID, v.Lifecycle, v.Failures)
@@ -171,7 +186,7 @@ func (s *soak) finalProblems() []string {
 
 	// The gauges say the same.
 	if len(out) == 0 {
-		out = append(out, metricProblems(ar.reg, nStatic, len(desired)-nStatic, completed, completedUnknown)...)
+		out = append(out, metricProblems(ar.reg, nStatic, len(desired)-nStatic, completed, completedUnknown+nRejected)...)
 	}
 	return out
 }
@@ -238,9 +253,10 @@ var (
 
 // metricProblems compares the gauges with nStatic static and nAPI API pods,
 // all desired, of which completed API pods ran to completion (their workers
-// finished) and completedUnknown did and no worker knows them, and the
-// others run, and nothing else.
-func metricProblems(reg *prometheus.Registry, nStatic, nAPI, completed, completedUnknown int) []string {
+// finished), inactive ones are neither running nor known to a worker
+// (rejected, or completed and recreated), and the others run, and nothing
+// else.
+func metricProblems(reg *prometheus.Registry, nStatic, nAPI, completed, inactive int) []string {
 	var out []string
 	if n, err := testutil.GatherAndCount(reg, podCountMetrics...); err != nil || n != 23 {
 		out = append(out, fmt.Sprintf("%d pod-count series (err %v), want 23", n, err))
@@ -248,7 +264,7 @@ func metricProblems(reg *prometheus.Registry, nStatic, nAPI, completed, complete
 	want := map[string]float64{
 		`kubelet_desired_pods{static=""}`:     float64(nAPI),
 		`kubelet_desired_pods{static="true"}`: float64(nStatic),
-		`kubelet_active_pods{static=""}`:      float64(nAPI - completed - completedUnknown),
+		`kubelet_active_pods{static=""}`:      float64(nAPI - completed - inactive),
 		`kubelet_active_pods{static="true"}`:  float64(nStatic),
 		`kubelet_mirror_pods{}`:               float64(nStatic),
 	}
@@ -257,7 +273,7 @@ func metricProblems(reg *prometheus.Registry, nStatic, nAPI, completed, complete
 			want[fmt.Sprintf(`kubelet_working_pods{config=%q,lifecycle=%q,static=%q}`, cs[0], lc, cs[1])] = 0
 		}
 	}
-	want[`kubelet_working_pods{config="desired",lifecycle="sync",static=""}`] = float64(nAPI - completed - completedUnknown)
+	want[`kubelet_working_pods{config="desired",lifecycle="sync",static=""}`] = float64(nAPI - completed - inactive)
 	want[`kubelet_working_pods{config="desired",lifecycle="terminated",static=""}`] = float64(completed)
 	want[`kubelet_working_pods{config="desired",lifecycle="sync",static="true"}`] = float64(nStatic)
 

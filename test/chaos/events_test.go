@@ -198,7 +198,10 @@ func (s *soak) apiCreate(a *apiSlot) {
 		policy, containers = v1.RestartPolicyNever, 1
 	}
 	a.pod = newAPIPod(a, s.rng.Int64N(4), s.rng.IntN(10) < 3, containers, policy)
-	s.tr.add("api-create", "%s grace=%d containers=%d restart=%s", a.pod.UID, *a.pod.Spec.TerminationGracePeriodSeconds, len(a.pod.Spec.Containers), policy)
+	if s.rng.IntN(100) < 5 {
+		a.pod.Labels[rejectLabel] = "true" // admission rejects it
+	}
+	s.tr.add("api-create", "%s grace=%d containers=%d restart=%s rejected=%v", a.pod.UID, *a.pod.Spec.TerminationGracePeriodSeconds, len(a.pod.Spec.Containers), policy, rejected(a.pod))
 	s.apiDirty = true
 }
 

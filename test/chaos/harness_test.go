@@ -78,6 +78,12 @@ func startAgent(endpoint, dir string, tm timings, inv *invariants, mirrors podma
 		}}},
 		OnSourceError: inv.sourceError,
 		MirrorClient:  mirrors,
+		AdmitHandlers: []agent.AdmitHandler{agent.AdmitHandlerFunc(func(attrs *agent.AdmitAttributes) agent.AdmitResult {
+			if rejected(attrs.Pod) {
+				return agent.AdmitResult{Reason: rejectReason, Message: "the chaos soak rejects pods labelled " + rejectLabel}
+			}
+			return agent.AdmitResult{Admit: true}
+		})},
 		StatusReporter: func(pods agent.PodStateProvider) (agent.StatusReporter, error) {
 			ar.rep = newCheckReporter(pods, inv)
 			return ar.rep, nil

@@ -62,8 +62,8 @@ func TestSoak(t *testing.T) {
 	}
 	s.shutdown()
 	created, deleted := s.mirrors.counts()
-	t.Logf("soak passed: %d pods, %s of schedule, settled in %s (%d desired at the end, %d of them completed); %s; mirror pods: %d created, %d deleted by agents; reporter checks: %d done, %d skipped (runtime faulty)",
-		*flagPods, *flagDuration, s.settled.Round(time.Millisecond), s.desiredAtEnd, s.completedAtEnd, s.tr.summary(), created, deleted, s.inv.checked.Load(), s.inv.unchecked.Load())
+	t.Logf("soak passed: %d pods, %s of schedule, settled in %s (%d desired at the end, %d of them completed, %d rejected); %s; mirror pods: %d created, %d deleted by agents; reporter checks: %d done, %d skipped (runtime faulty)",
+		*flagPods, *flagDuration, s.settled.Round(time.Millisecond), s.desiredAtEnd, s.completedAtEnd, s.rejectedAtEnd, s.tr.summary(), created, deleted, s.inv.checked.Load(), s.inv.unchecked.Load())
 
 	// No goroutine outlives the agents, the CRI clients and fakecri.
 	deadline := time.Now().Add(10 * time.Second)
@@ -106,7 +106,7 @@ type soak struct {
 	settled     time.Duration
 	// desiredAtEnd and completedAtEnd: the desired pods, and those of them
 	// that ran to completion, when the final checks last ran.
-	desiredAtEnd, completedAtEnd int
+	desiredAtEnd, completedAtEnd, rejectedAtEnd int
 
 	// mirrors is the API server's store of mirror pods; mirrorsPushed the
 	// version of it the agent was last given.

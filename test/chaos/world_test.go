@@ -67,6 +67,15 @@ type apiSlot struct {
 	incarnations int
 }
 
+// rejectLabel marks API pods the agent's admission handler rejects.
+const rejectLabel = "chaos.podlife.io/reject"
+
+// rejectReason is the reason the soak's admission handler gives.
+const rejectReason = "ChaosRejected"
+
+// rejected reports whether the soak's admission handler rejects pod.
+func rejected(pod *v1.Pod) bool { return pod.Labels[rejectLabel] == "true" }
+
 // incarnationKey is the annotation that tells incarnations of one UID apart.
 const incarnationKey = "chaos.podlife.io/incarnation"
 

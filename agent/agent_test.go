@@ -50,12 +50,7 @@ func TestNewValidates(t *testing.T) {
 // A pod admission rejects gets a Failed status with the handler's reason,
 // never reaches a worker nor the runtime, and is not active.
 func TestAdmissionRejects(t *testing.T) {
-	srv := fakecri.New(fakecri.Options{})
-	endpoint, err := srv.StartUnix(t.TempDir() + "/cri.sock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	_, endpoint := startFakeCRI(t, fakecri.Options{})
 	dir := t.TempDir()
 	writeManifest(t, dir, "ok.yaml", manifest("ok", 1))
 	writeManifest(t, dir, "big.yaml", manifest("big", 1))
@@ -105,12 +100,7 @@ func TestAdmissionRejects(t *testing.T) {
 // that it finishes (and could be deleted from the API), keeping its
 // rejection status.
 func TestRejectedPodDeleted(t *testing.T) {
-	srv := fakecri.New(fakecri.Options{})
-	endpoint, err := srv.StartUnix(t.TempDir() + "/cri.sock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	_, endpoint := startFakeCRI(t, fakecri.Options{})
 	var channel *source.Channel
 	var mu sync.Mutex
 	var finished []v1.PodStatus

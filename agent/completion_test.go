@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -35,12 +34,7 @@ func jobManifest(name string, policy v1.RestartPolicy) string {
 // longer count as active. OnFailure restarts a failed container and
 // completes once it exits 0. Removing the manifests then forgets them.
 func TestRunToCompletion(t *testing.T) {
-	srv := fakecri.New(fakecri.Options{Images: []string{testImage}})
-	endpoint, err := srv.StartUnix(filepath.Join(t.TempDir(), "cri.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv, endpoint := startFakeCRI(t, fakecri.Options{Images: []string{testImage}})
 	dir := t.TempDir()
 	writeManifest(t, dir, "ok.yaml", jobManifest("ok", v1.RestartPolicyNever))
 	writeManifest(t, dir, "bad.yaml", jobManifest("bad", v1.RestartPolicyNever))
@@ -117,12 +111,7 @@ func TestRunToCompletion(t *testing.T) {
 // manager does so once the pod is finished and being deleted). Otherwise
 // the object stays Terminating for ever.
 func TestCompletedPodDeletedLaterFinishesAgain(t *testing.T) {
-	srv := fakecri.New(fakecri.Options{Images: []string{testImage}})
-	endpoint, err := srv.StartUnix(filepath.Join(t.TempDir(), "cri.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv, endpoint := startFakeCRI(t, fakecri.Options{Images: []string{testImage}})
 	var channel *source.Channel
 	var mu sync.Mutex
 	var finished []*v1.Pod

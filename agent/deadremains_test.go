@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -17,12 +16,7 @@ import (
 // pod an earlier agent killed but did not remove. Desired pods are left
 // alone.
 func TestDeadRemainsRemoved(t *testing.T) {
-	srv := fakecri.New(fakecri.Options{Images: []string{testImage}})
-	endpoint, err := srv.StartUnix(filepath.Join(t.TempDir(), "cri.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv, endpoint := startFakeCRI(t, fakecri.Options{Images: []string{testImage}})
 	dir := t.TempDir()
 	writeManifest(t, dir, "gone.yaml", manifest("gone", 1))
 	writeManifest(t, dir, "stay.yaml", manifest("stay", 1))

@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -26,12 +25,7 @@ type env struct {
 // TestEndToEnd runs the agent in-process on fakecri over a unix socket and
 // a temporary manifest folder, through the whole lifecycle of static pods.
 func TestEndToEnd(t *testing.T) {
-	srv := fakecri.New(fakecri.Options{Images: []string{testImage}})
-	endpoint, err := srv.StartUnix(filepath.Join(t.TempDir(), "cri.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv, endpoint := startFakeCRI(t, fakecri.Options{Images: []string{testImage}})
 	runEndToEnd(t, env{
 		endpoint: endpoint,
 		failStops: func(_ *runningAgent, n int) {

@@ -29,6 +29,7 @@ import (
 	"github.com/podlife/podlife/podworker/podworkertest"
 	"github.com/podlife/podlife/runtime"
 	"github.com/podlife/podlife/runtime/cri"
+	"github.com/podlife/podlife/runtime/fakecri"
 )
 
 // testImage is the image of every test pod (fakecri pulls any name; the
@@ -116,6 +117,20 @@ type runningAgent struct {
 	errs   *errorLog
 	cancel context.CancelFunc
 	done   chan error
+}
+
+// startFakeCRI serves a fakecri.Server with opts on a unix socket in a
+// temporary folder, stopped when the test ends, and returns it and its
+// endpoint.
+func startFakeCRI(t *testing.T, opts fakecri.Options) (*fakecri.Server, string) {
+	t.Helper()
+	srv := fakecri.New(opts)
+	endpoint, err := srv.StartUnix(filepath.Join(t.TempDir(), "cri.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv, endpoint
 }
 
 // startAgent runs an agent over endpoint with the manifests of dir, on the

@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -71,12 +70,7 @@ func (f *fakeAPI) snapshot() (pods []*v1.Pod, created, deleted int) {
 // again; an orphaned mirror is deleted only after its static pod stopped
 // terminating.
 func TestMirrorPods(t *testing.T) {
-	srv := fakecri.New(fakecri.Options{})
-	endpoint, err := srv.StartUnix(filepath.Join(t.TempDir(), "cri.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	_, endpoint := startFakeCRI(t, fakecri.Options{})
 	dir := t.TempDir()
 	writeManifest(t, dir, "web.yaml", manifest("web", 2, "hang"))
 	api := &fakeAPI{mirrors: map[string]*v1.Pod{}}

@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -17,12 +16,7 @@ import (
 // the agent must read the pod's status itself on AlreadyExists, or the pod
 // never runs again (docs/reliability.md, finding 2).
 func TestAlreadyExistsRereadsStaleStatus(t *testing.T) {
-	srv := fakecri.New(fakecri.Options{Images: []string{testImage}})
-	endpoint, err := srv.StartUnix(filepath.Join(t.TempDir(), "cri.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv, endpoint := startFakeCRI(t, fakecri.Options{Images: []string{testImage}})
 	dir := t.TempDir()
 	writeManifest(t, dir, "web.yaml", manifest("web", 1))
 	ra := startAgent(t, endpoint, dir)

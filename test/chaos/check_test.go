@@ -93,15 +93,24 @@ func (s *soak) finalProblems() []string {
 		}
 	}
 	workers := ar.Workers()
+	// API pods whose workers are syncing, and those whose workers finished.
+	apiSyncing, apiFinished := 0, 0
 	completed, completedUnknown, nRejected := 0, 0, 0
 	for uid, pod := range desired {
 		rp := inRuntime[uid]
 		info, known := workers.PodInfo(uid)
 		if rejected(pod) {
-			// Admission rejected it: it never reaches a worker, never
-			// runs, and its status says why.
+			// Admission rejected it: it never runs, and its status says
+			// why. It has no worker, or a finished one: deleted, it was
+			// killed so that it could finish, and then recreated with the
+			// same UID (and rejected again); the workers keep a finished
+			// pod while it is desired, as the kubelet's do.
 			nRejected++
-			if known {
+			switch {
+			case !known:
+			case info.Lifecycle == podworker.LifecycleFinished:
+				apiFinished++
+			default:
 				add("rejected pod %s (%s) has a worker: %s", podmanager.FullName(pod), uid, s.workerState(uid))
 			}
 			if rp != nil {
@@ -122,6 +131,7 @@ func (s *soak) finalProblems() []string {
 		if known && info.Lifecycle == podworker.LifecycleFinished && isJob(pod) {
 			// Ran to completion: a terminal phase, nothing left.
 			completed++
+			apiFinished++
 			if st, ok := ar.StatusReporter().Status(uid); !ok || (st.Phase != v1.PodSucceeded && st.Phase != v1.PodFailed) {
 				add("completed pod %s (%s) has published phase %q", podmanager.FullName(pod), uid, st.Phase)
 			}
@@ -130,12 +140,15 @@ func (s *soak) finalProblems() []string {
 			}
 			continue
 		}
+		// Everything else must run.
+		if !podmanager.IsStaticPod(pod) {
+			apiSyncing++
+		}
 		if !runsAll(pod, rp) {
 			add("desired pod %s (%s) is not running in the runtime; worker: %s", podmanager.FullName(pod), uid, s.workerState(uid))
 			continue
 		}
-		info, ok := workers.PodInfo(uid)
-		if !ok || info.Lifecycle != podworker.LifecycleSyncing {
+		if !known || info.Lifecycle != podworker.LifecycleSyncing {
 			add("desired pod %s (%s) runs but its worker is %s", podmanager.FullName(pod), uid, s.workerState(uid))
 		}
 		if st, ok := ar.StatusReporter().Status(uid); !ok || st.Phase != v1.PodRunning {
@@ -175,8 +188,9 @@ func (s *soak) finalProblems() []string {
 
 	// The pod workers know exactly the desired pods (but completed ones
 	// that no worker needs).
-	if n := workers.Len(); n != len(desired)-completedUnknown-nRejected {
-		add("the pod workers know %d pods, %d are desired (%d of them completed and unknown to the workers, %d rejected)", n, len(desired), completedUnknown, nRejected)
+	if n := workers.Len(); n != nStatic+apiSyncing+apiFinished {
+		add("the pod workers know %d pods, want %d: %d desired static and %d API pods syncing, %d finished (%d desired in all, %d of them completed and unknown to the workers, %d rejected)",
+			n, nStatic+apiSyncing+apiFinished, nStatic, apiSyncing, apiFinished, len(desired), completedUnknown, nRejected)
 		for _, v := range ar.Pods() {
 			if !v.Desired {
 				add("  worker for undesired pod %s/%s (%s): %s, %d failures", v.Namespace, v.Name, v.UID, v.Lifecycle, v.Failures)
@@ -186,7 +200,7 @@ func (s *soak) finalProblems() []string {
 
 	// The gauges say the same.
 	if len(out) == 0 {
-		out = append(out, metricProblems(ar.reg, nStatic, len(desired)-nStatic, completed, completedUnknown+nRejected)...)
+		out = append(out, metricProblems(ar.reg, nStatic, len(desired)-nStatic, apiSyncing, apiFinished)...)
 	}
 	return out
 }
@@ -251,12 +265,12 @@ var (
 	gauges = podCountMetrics[:4]
 )
 
-// metricProblems compares the gauges with nStatic static and nAPI API pods,
-// all desired, of which completed API pods ran to completion (their workers
-// finished), inactive ones are neither running nor known to a worker
-// (rejected, or completed and recreated), and the others run, and nothing
-// else.
-func metricProblems(reg *prometheus.Registry, nStatic, nAPI, completed, inactive int) []string {
+// metricProblems compares the gauges with nStatic static pods, desired and
+// syncing, and nAPI desired API pods, of which apiSyncing are active with a
+// syncing worker and apiFinished have a finished worker (ran to completion,
+// or rejected and deleted once); the others have no worker (rejected, or
+// completed and recreated). Nothing else may be counted.
+func metricProblems(reg *prometheus.Registry, nStatic, nAPI, apiSyncing, apiFinished int) []string {
 	var out []string
 	if n, err := testutil.GatherAndCount(reg, podCountMetrics...); err != nil || n != 23 {
 		out = append(out, fmt.Sprintf("%d pod-count series (err %v), want 23", n, err))
@@ -264,7 +278,7 @@ func metricProblems(reg *prometheus.Registry, nStatic, nAPI, completed, inactive
 	want := map[string]float64{
 		`kubelet_desired_pods{static=""}`:     float64(nAPI),
 		`kubelet_desired_pods{static="true"}`: float64(nStatic),
-		`kubelet_active_pods{static=""}`:      float64(nAPI - completed - inactive),
+		`kubelet_active_pods{static=""}`:      float64(apiSyncing),
 		`kubelet_active_pods{static="true"}`:  float64(nStatic),
 		`kubelet_mirror_pods{}`:               float64(nStatic),
 	}
@@ -273,8 +287,8 @@ func metricProblems(reg *prometheus.Registry, nStatic, nAPI, completed, inactive
 			want[fmt.Sprintf(`kubelet_working_pods{config=%q,lifecycle=%q,static=%q}`, cs[0], lc, cs[1])] = 0
 		}
 	}
-	want[`kubelet_working_pods{config="desired",lifecycle="sync",static=""}`] = float64(nAPI - completed - inactive)
-	want[`kubelet_working_pods{config="desired",lifecycle="terminated",static=""}`] = float64(completed)
+	want[`kubelet_working_pods{config="desired",lifecycle="sync",static=""}`] = float64(apiSyncing)
+	want[`kubelet_working_pods{config="desired",lifecycle="terminated",static=""}`] = float64(apiFinished)
 	want[`kubelet_working_pods{config="desired",lifecycle="sync",static="true"}`] = float64(nStatic)
 
 	got, err := gather(reg, gauges)

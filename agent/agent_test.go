@@ -2,9 +2,14 @@ package agent_test
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
@@ -152,5 +157,69 @@ func TestRejectedPodDeleted(t *testing.T) {
 	defer mu.Unlock()
 	if st := finished[0]; st.Phase != v1.PodFailed || st.Reason != "NodeAffinity" {
 		t.Errorf("final status of the rejected pod: %s %q, want Failed NodeAffinity", st.Phase, st.Reason)
+	}
+}
+
+// AdmitAttributes.OtherPods holds the active pods admitted before, in this
+// batch of additions and in earlier ones, never the pod itself nor a
+// rejected pod: a handler can count what already runs (here, at most two
+// pods may).
+func TestAdmissionSeesOtherPods(t *testing.T) {
+	_, endpoint := startFakeCRI(t, fakecri.Options{})
+	var channel *source.Channel
+	var mu sync.Mutex
+	seen := map[string][]string{} // pod -> names of OtherPods
+	ra := startAgentWith(t, endpoint, t.TempDir(), func(o *agent.Options) {
+		o.Sources = []agent.Source{{Name: podmanager.APISource, New: func(sink source.Sink) (agent.Runner, error) {
+			var err error
+			channel, err = source.NewChannel(sink, source.ChannelOptions{Source: podmanager.APISource})
+			return channel, err
+		}}}
+		o.AdmitHandlers = []agent.AdmitHandler{agent.AdmitHandlerFunc(func(a *agent.AdmitAttributes) agent.AdmitResult {
+			var names []string
+			for _, p := range a.OtherPods {
+				names = append(names, p.Name)
+			}
+			sort.Strings(names)
+			mu.Lock()
+			seen[a.Pod.Name] = names
+			mu.Unlock()
+			a.OtherPods = append(a.OtherPods, a.Pod) // a careless handler must not disturb the agent
+			if len(names) >= 2 {
+				return agent.AdmitResult{Reason: "TooMany"}
+			}
+			return agent.AdmitResult{Admit: true}
+		})}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	newPod := func(name string, minute int) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name + "-uid"),
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, minute, 0, 0, time.UTC))},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "main", Image: testImage}}}}
+	}
+	a, b, c := newPod("a", 1), newPod("b", 2), newPod("c", 3)
+	if err := channel.Push(ctx, []*v1.Pod{c, a, b}); err != nil { // one batch, admitted in creation order
+		t.Fatal(err)
+	}
+	d := newPod("d", 4)
+	podworkertest.WaitFor(t, waitTimeout, "c rejected", func() bool {
+		st, ok := ra.StatusReporter().Status(c.UID)
+		return ok && st.Phase == v1.PodFailed
+	})
+	if err := channel.Push(ctx, []*v1.Pod{c, a, b, d}); err != nil { // a later batch
+		t.Fatal(err)
+	}
+	podworkertest.WaitFor(t, waitTimeout, "d judged", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		_, ok := seen["d"]
+		return ok
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string][]string{"a": nil, "b": {"a"}, "c": {"a", "b"}, "d": {"a", "b"}}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("OtherPods per pod (-want +got):\n%s", diff)
 	}
 }

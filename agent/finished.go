@@ -5,8 +5,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/podlife/podlife/podworker"
 )
 
 // noteFinished records, for a final status just published, whether the pod
@@ -45,8 +43,8 @@ func (a *Agent) republishFinished(ctx context.Context, allPods []*v1.Pod) int {
 		if done {
 			continue
 		}
-		info, known := a.workers.PodInfo(pod.UID)
-		if !known || info.Lifecycle != podworker.LifecycleFinished {
+		// Known and finished; two cheap queries (PodInfo allocates).
+		if !a.workers.IsPodKnownTerminated(pod.UID) || !a.workers.ShouldPodBeFinished(pod.UID) {
 			continue
 		}
 		st, ok := a.status.Status(pod.UID)

@@ -242,7 +242,7 @@ type Machine struct {
 
 	syncedAt  nanotime     // first seen
 	startedAt nanotime     // allowed to start
-	t         *termination // nil until terminating, or for a non-static pod
+	t         *termination // allocated once the pod terminates, or at once for a static pod
 	failures  int32        // consecutive Syncer errors (saturates)
 
 	pendingType   uint8 // SyncPodType of pending; its values fit a byte

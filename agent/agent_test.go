@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podlife/podlife/agent"
-	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podmanager/source"
 	"github.com/podlife/podlife/podworker/podworkertest"
 	"github.com/podlife/podlife/runtime/fakecri"
@@ -113,11 +112,7 @@ func TestRejectedPodDeleted(t *testing.T) {
 		o.AdmitHandlers = []agent.AdmitHandler{agent.AdmitHandlerFunc(func(*agent.AdmitAttributes) agent.AdmitResult {
 			return agent.AdmitResult{Reason: "NodeAffinity", Message: "no"}
 		})}
-		o.Sources = []agent.Source{{Name: podmanager.APISource, New: func(sink source.Sink) (agent.Runner, error) {
-			var err error
-			channel, err = source.NewChannel(sink, source.ChannelOptions{Source: podmanager.APISource})
-			return channel, err
-		}}}
+		apiChannel(o, &channel)
 		o.StatusReporter = func(agent.PodStateProvider) (agent.StatusReporter, error) {
 			return agent.StatusReporterFuncs{PodFinishedFunc: func(_ context.Context, _, _ *v1.Pod, st v1.PodStatus) error {
 				mu.Lock()
@@ -170,11 +165,7 @@ func TestAdmissionSeesOtherPods(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string][]string{} // pod -> names of OtherPods
 	ra := startAgentWith(t, endpoint, t.TempDir(), func(o *agent.Options) {
-		o.Sources = []agent.Source{{Name: podmanager.APISource, New: func(sink source.Sink) (agent.Runner, error) {
-			var err error
-			channel, err = source.NewChannel(sink, source.ChannelOptions{Source: podmanager.APISource})
-			return channel, err
-		}}}
+		apiChannel(o, &channel)
 		o.AdmitHandlers = []agent.AdmitHandler{agent.AdmitHandlerFunc(func(a *agent.AdmitAttributes) agent.AdmitResult {
 			var names []string
 			for _, p := range a.OtherPods {

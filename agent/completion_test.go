@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/agent"
-	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podmanager/source"
 	"github.com/podlife/podlife/podworker"
 	"github.com/podlife/podlife/podworker/podworkertest"
@@ -116,11 +115,7 @@ func TestCompletedPodDeletedLaterFinishesAgain(t *testing.T) {
 	var mu sync.Mutex
 	var finished []*v1.Pod
 	ra := startAgentWith(t, endpoint, t.TempDir(), func(o *agent.Options) {
-		o.Sources = []agent.Source{{Name: podmanager.APISource, New: func(sink source.Sink) (agent.Runner, error) {
-			var err error
-			channel, err = source.NewChannel(sink, source.ChannelOptions{Source: podmanager.APISource})
-			return channel, err
-		}}}
+		apiChannel(o, &channel)
 		o.StatusReporter = func(agent.PodStateProvider) (agent.StatusReporter, error) {
 			return agent.StatusReporterFuncs{PodFinishedFunc: func(_ context.Context, pod, _ *v1.Pod, st v1.PodStatus) error {
 				mu.Lock()

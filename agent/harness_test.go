@@ -26,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/podmanager"
+	"github.com/podlife/podlife/podmanager/source"
 	"github.com/podlife/podlife/podworker/podworkertest"
 	"github.com/podlife/podlife/runtime"
 	"github.com/podlife/podlife/runtime/cri"
@@ -131,6 +133,16 @@ func startFakeCRI(t *testing.T, opts fakecri.Options) (*fakecri.Server, string) 
 	}
 	t.Cleanup(srv.Stop)
 	return srv, endpoint
+}
+
+// apiChannel makes a source.Channel the agent's API source; *ch is set when
+// the agent builds it (in agent.New).
+func apiChannel(o *agent.Options, ch **source.Channel) {
+	o.Sources = []agent.Source{{Name: podmanager.APISource, New: func(sink source.Sink) (agent.Runner, error) {
+		var err error
+		*ch, err = source.NewChannel(sink, source.ChannelOptions{Source: podmanager.APISource})
+		return *ch, err
+	}}}
 }
 
 // startAgent runs an agent over endpoint with the manifests of dir, on the

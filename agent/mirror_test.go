@@ -77,11 +77,7 @@ func TestMirrorPods(t *testing.T) {
 	var channel *source.Channel
 	ra := startAgentWith(t, endpoint, dir, func(o *agent.Options) {
 		o.MirrorClient = api.client()
-		o.Sources = []agent.Source{{Name: podmanager.APISource, New: func(sink source.Sink) (agent.Runner, error) {
-			var err error
-			channel, err = source.NewChannel(sink, source.ChannelOptions{Source: podmanager.APISource})
-			return channel, err
-		}}}
+		apiChannel(o, &channel)
 	})
 	api.workers = func() podworker.PodWorkers { return ra.Workers() }
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)

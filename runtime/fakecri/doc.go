@@ -38,8 +38,13 @@
 //
 // # Limits
 //
+// ExecSync runs a command in a running container: by default the pause
+// image's words (echo, exit CODE, hang, true, false; anything else exits
+// 127), or whatever a test's ExecFunc answers (SetExec), so that probes and
+// hooks can be tested on it.
+//
 // Only the calls podlife uses are implemented (Version, Status, the sandbox,
-// container and image calls above); exec, attach, port-forward, logs, stats,
+// container and image calls above, ExecSync); streaming exec, attach, port-forward, logs, stats,
 // events, checkpoint and resource updates answer Unimplemented. Labels and
 // filters are honoured; there are no processes, mounts or networks.
 //

@@ -101,6 +101,7 @@ type Server struct {
 	podContainers map[string]map[string]*container
 	images        map[string]*image // by ID
 	stopTimes     map[string]int64  // container ID → timeout of its last StopContainer
+	exec          ExecFunc          // SetExec's, or nil: builtinExec
 }
 
 // New returns a Server with the given options. It does not listen yet.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/podmanager"
@@ -81,6 +82,13 @@ type Options struct {
 	// It is called once, by agent.New. Default nil: statuses are kept in
 	// memory only (Agent.Status, Agent.Pods).
 	StatusReporter func(pods PodStateProvider) (StatusReporter, error)
+
+	// Recorder receives the agent's Kubernetes events about pods (FailedSync,
+	// with the kubelet's reasons), for `kubectl describe pod`: an
+	// agent/events.Recorder, or any client-go record.EventRecorder. Give the
+	// same one to the runtime (cri.Options.Recorder) for the container
+	// events. Default nil: no events.
+	Recorder record.EventRecorder
 
 	// Registerer receives the pod lifecycle metrics (package metrics). The
 	// agent never uses the process-wide default Prometheus registry. Default nil: no metrics.

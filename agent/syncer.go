@@ -60,9 +60,26 @@ func (s *syncer) SyncPod(ctx context.Context, updateType podworker.SyncPodType, 
 		err = a.resyncWithFreshStatus(ctx, pod, err)
 	}
 	if err != nil {
+		if !errors.Is(err, runtime.ErrBackOff) {
+			// A back-off is the runtime's own event (BackOff); anything
+			// else is the kubelet's FailedSync.
+			a.event(pod, v1.EventTypeWarning, eventFailedSync, "error syncing pod: %v", err)
+		}
 		return false, fmt.Errorf("sync pod %s: %w", podRef(pod), err)
 	}
 	return false, nil
+}
+
+// Event reasons the agent records, as the kubelet names them.
+const (
+	eventFailedSync = "FailedSync"
+)
+
+// event records an event about pod, when the agent has a Recorder.
+func (a *Agent) event(pod *v1.Pod, eventtype, reason, messageFmt string, args ...any) {
+	if a.opts.Recorder != nil {
+		a.opts.Recorder.Eventf(pod, eventtype, reason, messageFmt, args...)
+	}
 }
 
 // resyncWithFreshStatus handles an AlreadyExists from SyncPod: the status it

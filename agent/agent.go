@@ -274,9 +274,15 @@ func (a *Agent) drainUpdates(ctx context.Context, updates <-chan source.PodUpdat
 	}
 }
 
-// sourceError reports a rejected manifest or pod.
+// sourceError counts a rejected manifest or pod and passes it on. The
+// source (or the merge) that rejected it has logged it already, once per
+// change of its content.
 func (a *Agent) sourceError(err error) {
-	a.log.Error(err, "pod source rejected input")
+	name := ""
+	if e, ok := errors.AsType[*source.Error](err); ok {
+		name = e.Source
+	}
+	a.metrics.CountPodSourceRejected(name, source.Reason(err))
 	if a.opts.OnSourceError != nil {
 		a.opts.OnSourceError(err)
 	}

@@ -75,6 +75,7 @@ type Metrics struct {
 	podWorkerDuration   *prometheus.HistogramVec
 	podWorkerStart      prometheus.Histogram
 	containersPerPod    prometheus.Histogram
+	sourceRejected      *prometheus.CounterVec
 	workingPodKeys      []WorkingPodKey // the 15 valid keys, read-only after New
 }
 
@@ -144,15 +145,22 @@ func New(opts Options) (*Metrics, error) {
 			Help:      "The number of containers per pod, observed when a pod first starts.",
 			Buckets:   []float64{1, 2, 4, 8, 16},
 		}),
+		sourceRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns,
+			Name:      "pod_source_rejected_total",
+			Help: "The number of manifests or pods a pod source rejected, by source (file, http, api, ...) and reason " +
+				"(decode, not_pod, invalid, duplicate, fetch). A rejected input is counted once per change of its content, not at every re-read.",
+		}, []string{"source", "reason"}),
 		workingPodKeys: WorkingPodKeys(),
 	}
 	m.all = collectors{
 		m.desiredPods, m.activePods, m.mirrorPods, m.workingPods,
 		m.restartedPods, m.orphanedRuntimePods,
 		m.podWorkerDuration, m.podWorkerStart, m.containersPerPod,
+		m.sourceRejected,
 	}
 	m.initSeries()
-	// One Register call for everything: it either registers all nine
+	// One Register call for everything: it either registers all ten
 	// metrics or none, so a failed New leaves the registry as it was.
 	if err := opts.Registerer.Register(m.all); err != nil {
 		return nil, fmt.Errorf("metrics: register into namespace %q: %w", ns, err)

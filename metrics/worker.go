@@ -34,3 +34,12 @@ func (m *Metrics) ObserveContainersPerPod(n int) {
 	}
 	m.containersPerPod.Observe(float64(n))
 }
+
+// CountPodSourceRejected counts one input that a pod source rejected, by
+// source name and reason (see the pod_source_rejected_total help).
+func (m *Metrics) CountPodSourceRejected(source, reason string) {
+	if m == nil {
+		return
+	}
+	m.sourceRejected.WithLabelValues(source, reason).Inc()
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
@@ -81,9 +80,8 @@ type Config struct {
 	// below.
 	mu        sync.Mutex
 	sources   map[string]*snapshot
+	reporters map[string]*reporter // by source: rejections once per change
 	readyDone bool
-
-	errorCount atomic.Uint64
 }
 
 // NewConfig returns a Config with no source.
@@ -96,7 +94,8 @@ func NewConfig(opts ConfigOptions) (*Config, error) {
 		opts:    opts,
 		updates: make(chan PodUpdate, opts.BufferSize),
 		ready:   make(chan struct{}),
-		sources: make(map[string]*snapshot),
+		sources:   make(map[string]*snapshot),
+		reporters: make(map[string]*reporter),
 	}, nil
 }
 
@@ -112,6 +111,7 @@ func (c *Config) Sink(name string) Sink {
 	defer c.mu.Unlock()
 	if _, ok := c.sources[name]; !ok {
 		c.sources[name] = &snapshot{pods: map[types.UID]*v1.Pod{}}
+		c.reporters[name] = newReporter(name, "pod", c.opts.Logger, c.opts.OnError)
 	}
 	return SinkFunc(func(ctx context.Context, pods []*v1.Pod) error { return c.set(ctx, name, pods) })
 }
@@ -131,22 +131,39 @@ func (c *Config) SeenAllSources() bool {
 }
 
 // Errors returns how many pods the merge has rejected.
-func (c *Config) Errors() uint64 { return c.errorCount.Load() }
+func (c *Config) Errors() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n uint64
+	for _, r := range c.reporters {
+		n += r.errors()
+	}
+	return n
+}
 
 // set merges one snapshot and delivers its updates.
 func (c *Config) set(ctx context.Context, source string, pods []*v1.Pod) error {
-	var rejected []error
-	reject := func(origin string, err error) {
-		rejected = append(rejected, &Error{Source: source, Origin: origin, Err: err})
+	type rejection struct {
+		origin string
+		err    error
 	}
+	var rejected []rejection
+	reject := func(origin string, err error) { rejected = append(rejected, rejection{origin, err}) }
 	err := c.mergeAndDeliver(ctx, source, pods, reject)
-	c.errorCount.Add(uint64(len(rejected)))
-	for _, e := range rejected {
-		c.opts.Logger.Error(e, "pod rejected by config merge", "source", source)
-		if c.opts.OnError != nil {
-			c.opts.OnError(e)
-		}
+	c.mu.Lock()
+	rep := c.reporters[source]
+	c.mu.Unlock()
+	if rep == nil {
+		return err // unregistered source: mergeAndDeliver said so
 	}
+	// Report outside the lock, each rejection once per change: a
+	// duplicate that every re-read of its source repeats is reported once.
+	bad := make(map[string]bool, len(rejected))
+	for _, r := range rejected {
+		bad[r.origin] = true
+		rep.report(r.origin, r.err)
+	}
+	rep.retain(func(origin string) bool { return bad[origin] })
 	return err
 }
 

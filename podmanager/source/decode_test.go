@@ -2,6 +2,7 @@ package source
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,6 +85,13 @@ func TestValidatePod(t *testing.T) {
 		{"init and regular share a name", func(p *v1.Pod) { p.Spec.InitContainers = []v1.Container{{Name: "c", Image: "i"}} }, "duplicate container name"},
 		{"bad container name", func(p *v1.Pod) { p.Spec.Containers[0].Name = "C_1" }, "spec.containers[0].name"},
 		{"no image", func(p *v1.Pod) { p.Spec.Containers[0].Image = " " }, "spec.containers[0].image: required"},
+		{"negative grace", func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(-5)) }, "spec.terminationGracePeriodSeconds: must be greater than or equal to 0, got -5"},
+		{"zero grace", func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(0)) }, ""},
+		{"huge grace", func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(math.MaxInt64)) }, ""},
+		{"zero deadline", func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(0)) }, "spec.activeDeadlineSeconds"},
+		{"probe grace 0", func(p *v1.Pod) {
+			p.Spec.Containers[0].LivenessProbe = &v1.Probe{TerminationGracePeriodSeconds: ptr(int64(0))}
+		}, "spec.containers[0].livenessProbe.terminationGracePeriodSeconds"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,3 +205,5 @@ func FuzzDecodeManifest(f *testing.F) {
 		s.merge("file", []*v1.Pod{pod}, t0, func(string, error) {})
 	})
 }
+
+func ptr[T any](v T) *T { return &v }

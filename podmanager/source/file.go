@@ -262,6 +262,7 @@ func (f *File) resync(ctx context.Context) error {
 			f.rep.report(f.opts.Path, fmt.Errorf("%w: %v", ErrFetch, err))
 			return nil
 		}
+		f.rep.resolved(f.opts.Path)
 		present := make(map[string]bool, len(entries))
 		for _, e := range entries {
 			if e.IsDir() || isHidden(e.Name()) {
@@ -276,6 +277,8 @@ func (f *File) resync(ctx context.Context) error {
 				delete(f.pods, path)
 			}
 		}
+		// A rejected file that is gone is reported again if it comes back.
+		f.rep.retain(func(origin string) bool { return origin == f.opts.Path || present[origin] })
 	}
 	return f.send(ctx)
 }
@@ -288,10 +291,12 @@ func (f *File) readFile(path string) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errIsDir):
 		delete(f.pods, path)
+		f.rep.resolved(path)
 	case err != nil:
 		f.rep.report(path, err)
 	default:
 		f.pods[path] = pod
+		f.rep.resolved(path)
 	}
 }
 

@@ -160,16 +160,21 @@ func TestFileSourceLifecycle(t *testing.T) {
 	if e.Origin != filepath.Join(dir, "web.yaml") || e.Source != podmanager.FileSource {
 		t.Errorf("error origin %q source %q", e.Origin, e.Source)
 	}
-	// A full re-read (fake clock) reports it again and does not drop it
-	// either.
+	// A full re-read (fake clock) neither reports it again (once per change
+	// of its content) nor drops it.
 	reported := h.errs.count()
 	h.stepResync(t)
-	h.errs.waitCount(t, reported+1)
 	writeFile(t, dir, "other.yaml", manifest("other", "x")) // a marker change
 	h.waitNames("fixed-node1", "other-node1", "web-node1")
 	if got := h.byName("web-node1").UID; got != goodUID {
 		t.Errorf("web UID changed to %q while its file was invalid", got)
 	}
+	if got := h.errs.count(); got != reported {
+		t.Errorf("the unchanged bad file was reported again at a re-read: %d reports, want %d", got, reported)
+	}
+	// Another bad content is a change: reported once more.
+	writeFile(t, dir, "web.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: []}\n")
+	h.errs.waitFor(t, ErrInvalidPod)
 	if got := h.source.Errors(); got != uint64(h.errs.count()) {
 		t.Errorf("Errors() = %d, OnError called %d times", got, h.errs.count())
 	}

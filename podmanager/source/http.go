@@ -138,16 +138,23 @@ func (h *HTTP) poll(ctx context.Context) error {
 			return nil
 		}
 	}
+	// The document decoded: forget its errors, and those of items that are
+	// now accepted or gone.
+	h.rep.resolved(h.opts.URL)
+	bad := map[string]bool{}
+	defer h.rep.retain(func(origin string) bool { return bad[origin] })
 	next := make(map[string]*v1.Pod, len(pods))
 	var snapshot []*v1.Pod
 	for i, pod := range pods {
 		origin := fmt.Sprintf("%s#%d", h.opts.URL, i)
 		if err := ApplyStaticPodDefaults(pod, podmanager.HTTPSource, h.opts.URL, h.opts.NodeName); err != nil {
+			bad[origin] = true
 			h.rep.report(origin, err)
 			continue
 		}
 		fullName := podmanager.FullName(pod)
 		if err := ValidatePod(pod); err != nil {
+			bad[origin] = true
 			h.rep.report(origin, err)
 			if last, ok := h.lastGood[fullName]; ok {
 				if _, taken := next[fullName]; !taken {

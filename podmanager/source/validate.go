@@ -10,8 +10,10 @@ import (
 
 // ValidatePod checks what the pod lifecycle needs from a pod: a DNS-1123
 // subdomain name, a DNS-1123 label namespace, a UID, at least one container,
-// and init and regular containers with unique DNS-1123 label names and an
-// image. The error wraps ErrInvalidPod and lists every problem.
+// init and regular containers with unique DNS-1123 label names and an
+// image, and grace periods and deadlines the API server would accept (a
+// negative terminationGracePeriodSeconds is refused). The error wraps
+// ErrInvalidPod and lists every problem, each naming its field.
 func ValidatePod(pod *v1.Pod) error {
 	if pod == nil {
 		return fmt.Errorf("%w: nil pod", ErrInvalidPod)
@@ -57,6 +59,28 @@ func ValidatePod(pod *v1.Pod) error {
 	}
 	check("spec.initContainers", pod.Spec.InitContainers)
 	check("spec.containers", pod.Spec.Containers)
+	// As the API server: a grace period may be 0 (kill at once) but not
+	// negative; a huge one is valid (the runtime bounds what a kill waits).
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		add("spec.terminationGracePeriodSeconds: must be greater than or equal to 0, got %d", *g)
+	}
+	if d := pod.Spec.ActiveDeadlineSeconds; d != nil && *d <= 0 {
+		add("spec.activeDeadlineSeconds: must be greater than 0, got %d", *d)
+	}
+	probes := func(field string, containers []v1.Container) {
+		for i, c := range containers {
+			for _, p := range []struct {
+				name  string
+				probe *v1.Probe
+			}{{"livenessProbe", c.LivenessProbe}, {"startupProbe", c.StartupProbe}} {
+				if p.probe != nil && p.probe.TerminationGracePeriodSeconds != nil && *p.probe.TerminationGracePeriodSeconds <= 0 {
+					add("%s[%d].%s.terminationGracePeriodSeconds: must be greater than 0, got %d", field, i, p.name, *p.probe.TerminationGracePeriodSeconds)
+				}
+			}
+		}
+	}
+	probes("spec.initContainers", pod.Spec.InitContainers)
+	probes("spec.containers", pod.Spec.Containers)
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", ErrInvalidPod, strings.Join(problems, "; "))
 	}

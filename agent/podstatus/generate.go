@@ -32,14 +32,13 @@ func Generate(in Input) v1.PodStatus {
 	g.applyProbes(s.ContainerStatuses, s.InitContainerStatuses)
 
 	s.Phase = phase(pod, &s, in.Terminal, g.activeRegularContainerStarted())
-	// A terminal phase, once reached (here or in the API), is kept.
-	if !isTerminal(s.Phase) {
-		switch {
-		case isTerminal(old.Phase):
-			s.Phase = old.Phase
-		case isTerminal(pod.Status.Phase):
-			s.Phase = pod.Status.Phase
-		}
+	// A terminal phase, once reached (here or in the API), is kept: the
+	// API server refuses to leave one, even for the other.
+	switch {
+	case isTerminal(pod.Status.Phase):
+		s.Phase = pod.Status.Phase
+	case isTerminal(old.Phase):
+		s.Phase = old.Phase
 	}
 	if in.Terminal {
 		terminate(pod, &s)
@@ -52,9 +51,6 @@ func Generate(in Input) v1.PodStatus {
 		if s.Message == "" {
 			s.Message = pod.Status.Message
 		}
-	}
-	if isTerminal(pod.Status.Phase) && s.Phase != pod.Status.Phase {
-		s.Phase = pod.Status.Phase // never leave a terminal phase the API shows
 	}
 
 	s.Conditions = g.conditions(&s)

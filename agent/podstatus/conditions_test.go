@@ -56,7 +56,7 @@ func TestConditions(t *testing.T) {
 		}), sandboxed(running("a", 1)), want{v1.PodReady: "True", "example.com/lb": "True"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Generate(Input{Pod: tc.pod, Runtime: tc.rt, Now: sec(10)})
+			got := Generate(Input{Pod: tc.pod, Runtime: tc.rt, Now: sec(10), ProbeResult: probes{}.result})
 			for typ, w := range tc.want {
 				c := condition(got, typ)
 				s := string(c.Status)

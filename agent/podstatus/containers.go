@@ -287,7 +287,7 @@ func (g *generator) probe(c *v1.Container, st *v1.ContainerStatus) {
 		return
 	}
 	st.Ready = true
-	if c != nil && c.ReadinessProbe != nil {
+	if g.probed(c, Readiness) {
 		ok, known := g.result(st, Readiness)
 		st.Ready = known && ok
 	}
@@ -297,13 +297,25 @@ func (g *generator) started(c *v1.Container, st *v1.ContainerStatus) bool {
 	if st.State.Running == nil {
 		return false
 	}
-	if ok, known := g.result(st, Startup); known && c != nil && c.StartupProbe != nil {
-		return ok
-	}
-	if st.Started != nil && *st.Started { // started before, same instance
+	if !g.probed(c, Startup) {
 		return true
 	}
-	return c == nil || c.StartupProbe == nil
+	if ok, known := g.result(st, Startup); known {
+		return ok
+	}
+	return st.Started != nil && *st.Started // started before, same instance
+}
+
+// probed reports whether a probe of type p gates the container: its spec
+// has one and a prober runs (Input.ProbeResult is set).
+func (g *generator) probed(c *v1.Container, p ProbeType) bool {
+	if c == nil || g.in.ProbeResult == nil {
+		return false
+	}
+	if p == Startup {
+		return c.StartupProbe != nil
+	}
+	return c.ReadinessProbe != nil
 }
 
 func (g *generator) result(st *v1.ContainerStatus, p ProbeType) (success, known bool) {

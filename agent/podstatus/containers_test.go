@@ -257,7 +257,11 @@ func TestProbes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := newPod([]string{"a"}, withProbes(tc.startup, tc.readies))
-			got := Generate(Input{Pod: pod, Runtime: sandboxed(running("a", 1)), ProbeResult: tc.results.result, Now: sec(5)})
+			results := tc.results
+			if results == nil {
+				results = probes{}
+			}
+			got := Generate(Input{Pod: pod, Runtime: sandboxed(running("a", 1)), ProbeResult: results.result, Now: sec(5)})
 			cs := got.ContainerStatuses[0]
 			if cs.Started == nil || *cs.Started != tc.wantStarted || cs.Ready != tc.wantReady {
 				t.Errorf("started %v ready %v, want %v %v", cs.Started, cs.Ready, tc.wantStarted, tc.wantReady)
@@ -272,12 +276,19 @@ func TestProbes(t *testing.T) {
 	// reporting after success), not for its successor.
 	pod := newPod([]string{"a"}, withProbes(true, false))
 	prev := Generate(Input{Pod: pod, Runtime: sandboxed(running("a", 1)), ProbeResult: probes{"fakecri://a-0/startup": true}.result, Now: sec(5)})
-	got := Generate(Input{Pod: pod, Runtime: sandboxed(running("a", 1)), Previous: &prev, Now: sec(6)})
+	got := Generate(Input{Pod: pod, Runtime: sandboxed(running("a", 1)), Previous: &prev, ProbeResult: probes{}.result, Now: sec(6)})
 	if s := got.ContainerStatuses[0].Started; s == nil || !*s {
 		t.Errorf("same instance lost its started flag")
 	}
-	got = Generate(Input{Pod: pod, Runtime: sandboxed(restarted(running("a", 7), 1)), Previous: &prev, Now: sec(8)})
+	got = Generate(Input{Pod: pod, Runtime: sandboxed(restarted(running("a", 7), 1)), Previous: &prev, ProbeResult: probes{}.result, Now: sec(8)})
 	if s := got.ContainerStatuses[0].Started; s == nil || *s {
 		t.Errorf("a new instance inherited started")
+	}
+
+	// No prober (nil ProbeResult): probes gate nothing.
+	pod = newPod([]string{"a"}, withProbes(true, true))
+	got = Generate(Input{Pod: pod, Runtime: sandboxed(running("a", 1)), Now: sec(5)})
+	if cs := got.ContainerStatuses[0]; cs.Started == nil || !*cs.Started || !cs.Ready {
+		t.Errorf("without a prober: started %v ready %v, want both", cs.Started, cs.Ready)
 	}
 }

@@ -12,7 +12,8 @@
 // prober. The caller passes the time, the previously published status (which
 // keeps lastTransitionTime, startTime, restart counts and a terminal phase
 // stable across calls), the node's IPs, the probe results
-// (Input.ProbeResult), and what the runtime knows of pending restarts
+// (Input.ProbeResult; without one, probes in the spec gate nothing), and
+// what the runtime knows of pending restarts
 // (Input.BackOff for the crash-loop back-off, Input.StartFailures for other
 // failed starts). It is safe to call from any goroutine.
 //

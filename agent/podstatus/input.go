@@ -55,8 +55,10 @@ type Input struct {
 	// ContainerStatusUnknown (exit 137) and the phase is Succeeded or
 	// Failed.
 	Terminal bool
-	// ProbeResult answers for startup and readiness probes. Nil: no probe
-	// has a result yet.
+	// ProbeResult answers for startup and readiness probes. Nil means that
+	// no prober runs: probes in the spec then gate nothing (a running
+	// container is started and ready), as before podlife ran probes. Set, a
+	// probe without a result yet has not passed.
 	ProbeResult ProbeResultFunc
 	// BackOff maps the name of a container whose restart the runtime
 	// deferred (crash-loop back-off) to the back-off message, e.g.

@@ -40,6 +40,7 @@ type scenario struct {
 	terminal bool
 	backOff  map[string]string
 	probes   map[string]bool
+	noProber bool
 }
 
 func randomScenario(b *bits) scenario {
@@ -69,7 +70,7 @@ func randomScenario(b *bits) scenario {
 			}
 		}
 	}
-	s := scenario{pod: pod, terminal: b.n(4) == 0, backOff: map[string]string{}, probes: map[string]bool{}}
+	s := scenario{pod: pod, terminal: b.n(4) == 0, backOff: map[string]string{}, probes: map[string]bool{}, noProber: b.n(4) == 0}
 	if b.n(5) == 0 {
 		return s // nothing in the runtime
 	}
@@ -121,7 +122,7 @@ func randomScenario(b *bits) scenario {
 
 func (s scenario) input(prev *v1.PodStatus, now int) Input {
 	probes := s.probes
-	return Input{
+	in := Input{
 		Pod: s.pod, Runtime: s.rt, Previous: prev, Terminal: s.terminal, BackOff: s.backOff, Now: sec(now),
 		NodeIPs: []string{"192.168.1.2"},
 		ProbeResult: func(_ types.UID, _, id string, p ProbeType) (bool, bool) {
@@ -129,6 +130,10 @@ func (s scenario) input(prev *v1.PodStatus, now int) Input {
 			return ok, known
 		},
 	}
+	if s.noProber {
+		in.ProbeResult = nil
+	}
+	return in
 }
 
 // checkInvariants checks one generated status against its input.

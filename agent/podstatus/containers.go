@@ -72,7 +72,7 @@ func (g *generator) containerStatuses(containers []v1.Container, previous []v1.C
 		}
 		instances := g.instances[c.Name]
 		if len(instances) == 0 && old != nil && old.State.Running != nil &&
-			isDefaultWaiting(&st, defaultReason) && st.LastTerminationState.Terminated == nil {
+			isDefaultWaiting(&st, defaultReason) && st.LastTerminationState == (v1.ContainerState{}) {
 			// It ran, and the runtime lost it: say that it stopped rather
 			// than send the pod back to Pending.
 			st.LastTerminationState.Terminated = &v1.ContainerStateTerminated{

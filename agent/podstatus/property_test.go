@@ -159,6 +159,16 @@ func checkInvariants(t *testing.T, in Input, got v1.PodStatus) {
 		t.Errorf("container statuses not sorted")
 	}
 
+	// The API server accepts at most one state in each, and a current one.
+	for _, cs := range all {
+		if n := states(cs.State); n != 1 {
+			t.Errorf("%s: %d states in state", cs.Name, n)
+		}
+		if n := states(cs.LastTerminationState); n > 1 {
+			t.Errorf("%s: %d states in lastState", cs.Name, n)
+		}
+	}
+
 	// Never a terminal phase while not terminal and a regular container
 	// runs (unless an init container failed for good).
 	failedInit := false
@@ -264,6 +274,20 @@ func checkInvariants(t *testing.T, in Input, got v1.PodStatus) {
 	if condition(got, v1.PodReady).Status == v1.ConditionTrue && isTerminal(got.Phase) {
 		t.Errorf("Ready in phase %s", got.Phase)
 	}
+}
+
+func states(s v1.ContainerState) int {
+	n := 0
+	if s.Waiting != nil {
+		n++
+	}
+	if s.Running != nil {
+		n++
+	}
+	if s.Terminated != nil {
+		n++
+	}
+	return n
 }
 
 func cmpString(a, b string) int {

@@ -113,7 +113,9 @@ func (g *generator) convert(rs *runtime.ContainerStatus, old *v1.ContainerStatus
 		RestartCount: int32(rs.RestartCount),
 	}
 	if old != nil {
-		st.VolumeMounts = old.VolumeMounts
+		for i := range old.VolumeMounts {
+			st.VolumeMounts = append(st.VolumeMounts, *old.VolumeMounts[i].DeepCopy())
+		}
 	}
 	if st.Image == "" {
 		st.Image = g.specImage(rs.Name)

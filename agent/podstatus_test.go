@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,19 @@ import (
 // every condition's lastTransitionTime.
 func TestStatusFields(t *testing.T) {
 	_, endpoint := startFakeCRI(t, fakecri.Options{Images: []string{testImage}})
+	runStatusFields(t, endpoint)
+}
+
+// TestStatusFieldsContainerd is TestStatusFields on a real containerd.
+func TestStatusFieldsContainerd(t *testing.T) {
+	endpoint := os.Getenv(endpointEnv)
+	if endpoint == "" {
+		t.Skip(endpointEnv + " is not set: skipping the status test against a real CRI runtime")
+	}
+	runStatusFields(t, endpoint)
+}
+
+func runStatusFields(t *testing.T, endpoint string) {
 	dir := t.TempDir()
 	writeManifest(t, dir, "web.yaml", manifest("web", 1))
 	ra := startAgentWith(t, endpoint, dir, func(o *agent.Options) {
@@ -42,7 +56,7 @@ func TestStatusFields(t *testing.T) {
 		t.Errorf("startTime %v qosClass %q", st.StartTime, st.QOSClass)
 	}
 	cs := st.ContainerStatuses[0]
-	if !strings.Contains(cs.ContainerID, "://") || cs.Started == nil || !*cs.Started || !cs.Ready || cs.State.Running == nil {
+	if !strings.Contains(cs.ContainerID, "://") || cs.ImageID == "" || cs.Started == nil || !*cs.Started || !cs.Ready || cs.State.Running == nil {
 		t.Errorf("container status %+v", cs)
 	}
 	for _, typ := range []v1.PodConditionType{v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady, v1.PodScheduled} {
@@ -63,6 +77,10 @@ func TestStatusFields(t *testing.T) {
 			t.Errorf("%s: %s since %v, then %s since %v", c.Type, c.Status, c.LastTransitionTime, l.Status, l.LastTransitionTime)
 		}
 	}
+
+	// Leave nothing running in a shared runtime.
+	removeManifest(t, dir, "web.yaml")
+	waitGone(t, ra, uid)
 }
 
 func cond(s v1.PodStatus, t v1.PodConditionType) v1.PodCondition {

@@ -64,7 +64,12 @@
 //
 // # Statuses
 //
-// Statuses go to a StatusReporter. The agent always keeps them in a
+// Every sync derives the pod's status from the runtime's with package
+// agent/podstatus (the kubelet's generateAPIPodStatus: container and init
+// container statuses, phase, conditions, IPs, QoS class), on top of the
+// status last published for the pod, so that startTime and the conditions'
+// lastTransitionTime stay put while nothing changes. Options.NodeIPs gives
+// the hostIPs. Statuses go to a StatusReporter. The agent always keeps them in a
 // MemoryStatusReporter (Agent.StatusReporter), and also hands them to
 // the one Options.StatusReporter builds, for example an APIStatusReporter,
 // which writes them to the API server (a static pod's through its mirror pod)

@@ -129,6 +129,13 @@ type Options struct {
 	// StatusWaitTimeout bounds a pod worker's wait for a status newer than
 	// its previous sync (podworker.Options.StatusWaitTimeout). Default 30s.
 	StatusWaitTimeout time.Duration
+
+	// NodeIPs returns the node's IPs, primary first (e.g. from the node
+	// controller's addresses). They become the hostIP/hostIPs of every pod
+	// status, and the podIPs of pods on the node's network. It is called at
+	// every status generation, so it must be cheap and safe for concurrent
+	// use. Default nil: pod statuses carry no hostIP.
+	NodeIPs func() []string
 }
 
 // withDefaults returns a copy of o with every default applied.

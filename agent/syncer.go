@@ -49,7 +49,7 @@ func (s *syncer) SyncPod(ctx context.Context, updateType podworker.SyncPodType, 
 			log.Error(err, "mirror pod not reconciled")
 		}
 	}
-	st := generateStatus(pod, podStatus, false)
+	st := a.generateStatus(pod, podStatus, false)
 	a.publishStatus(ctx, pod, mirrorPod, st)
 	if isTerminalPhase(st.Phase) {
 		log.V(2).Info("pod reached a terminal phase", "phase", st.Phase)
@@ -117,7 +117,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 	if after.HasRunningContainers() || after.HasReadySandbox() {
 		return fmt.Errorf("pod %s: %w", podRef(pod), ErrStillRunning)
 	}
-	st := generateStatus(pod, after, false)
+	st := a.generateStatus(pod, after, false)
 	if r, ok := a.rejection(pod.UID); ok {
 		st = rejectedStatus(pod, r) // killed so that it can be deleted
 	}
@@ -165,7 +165,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 		}
 		return fmt.Errorf("remove pod %s: %w", podRef(pod), err)
 	}
-	st := generateStatus(pod, podStatus, true)
+	st := a.generateStatus(pod, podStatus, true)
 	if r, ok := a.rejection(pod.UID); ok {
 		st = rejectedStatus(pod, r)
 	}

@@ -1,0 +1,144 @@
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podlife/podlife/agent/node"
+	"github.com/podlife/podlife/test/apitest"
+)
+
+// runReal runs a Controller for name with the node's own credentials until
+// the returned stop is called.
+func runReal(t *testing.T, api *apitest.API, name string, labels map[string]string) (c *node.Controller, stop func()) {
+	t.Helper()
+	cfg, err := node.LoadClientConfig(api.NodeKubeconfig(t, name), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err = node.New(node.Options{Client: client, NodeName: name, Runtime: &fakeRuntime{}, Labels: labels,
+		Taints: []v1.Taint{{Key: "podlife.test/t", Effect: v1.TaintEffectPreferNoSchedule}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return c, stop
+}
+
+// As system:node:NAME under the Node authorizer and NodeRestriction, the
+// Controller registers its Node, which turns Ready, renews its Lease, and
+// adopts the Node after a restart without losing what the admin set.
+func TestRealAPIServerRegistersAndAdopts(t *testing.T) {
+	api := apitest.New(t)
+	const name = "node-t1"
+	api.DeleteNode(name)
+	api.DeleteNodeAtCleanup(t, name)
+	ctx := context.Background()
+	c, stop := runReal(t, api, name, map[string]string{"podlife.test/pool": "a"})
+	<-c.Registered()
+	var n *v1.Node
+	api.Eventually(t, 30*time.Second, "Ready", func() (bool, error) {
+		var err error
+		n, err = api.Admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		return err == nil && cond(n, v1.NodeReady).Status == v1.ConditionTrue, err
+	})
+	if n.Status.Capacity.Pods().Value() != 110 || n.Status.NodeInfo.KubeletVersion != node.Version() || n.Labels["podlife.test/pool"] != "a" {
+		t.Errorf("node = %+v", n)
+	}
+	var renew time.Time
+	api.Eventually(t, 30*time.Second, "lease owned by the node", func() (bool, error) {
+		l, err := api.Admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		renew = l.Spec.RenewTime.Time
+		return len(l.OwnerReferences) == 1 && l.OwnerReferences[0].UID == n.UID, nil
+	})
+	api.Eventually(t, 25*time.Second, "lease renewed", func() (bool, error) {
+		l, err := api.Admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && l.Spec.RenewTime.After(renew), err
+	})
+
+	stop()
+	// An admin labels and annotates the node meanwhile.
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels": map[string]string{"admin-label": "keep"}, "annotations": map[string]string{"admin-note": "keep"}}})
+	if _, err := api.Admin.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c2, _ := runReal(t, api, name, map[string]string{"podlife.test/pool": "b"})
+	<-c2.Registered()
+	api.Eventually(t, 30*time.Second, "adopted with the new label", func() (bool, error) {
+		got, err := api.Admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if got.UID != n.UID {
+			t.Fatalf("node recreated: %s -> %s", n.UID, got.UID)
+		}
+		return got.Labels["podlife.test/pool"] == "b" && got.Labels["admin-label"] == "keep" && got.Annotations["admin-note"] == "keep" &&
+			len(got.Spec.Taints) > 0 && cond(got, v1.NodeReady).Status == v1.ConditionTrue, nil
+	})
+}
+
+// With the API server down at start-up, the Controller registers once it
+// is back.
+func TestRealAPIServerDownAtStart(t *testing.T) {
+	api := apitest.New(t)
+	const name = "node-t2"
+	api.DeleteNode(name)
+	api.DeleteNodeAtCleanup(t, name)
+	cfg := api.NodeConfig(t, name)
+	proxy := apitest.NewProxy(t, cfg)
+	proxy.Down()
+	client, err := kubernetes.NewForConfig(proxy.Config(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := node.New(node.Options{Client: client, NodeName: name, Runtime: &fakeRuntime{}, MaxBackOff: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-c.Registered():
+		t.Fatal("registered while the API server was down")
+	case <-time.After(2 * time.Second): // several failed attempts
+	}
+	if err := proxy.Up(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Registered():
+	case <-time.After(20 * time.Second):
+		t.Fatal("not registered after the API server came back")
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -209,3 +210,33 @@ func running(id string, at time.Time) map[string]prober.RunningContainer {
 }
 
 func sec(n int) time.Duration { return time.Duration(n) * time.Second }
+
+func mustGather(t *testing.T, h *harness) []*dto.MetricFamily {
+	t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
+
+// counterValue returns the value of the prober_probe_total series of a
+// probe type and result, or -1 when there is none.
+func counterValue(t *testing.T, h *harness, probeType, result string) float64 {
+	t.Helper()
+	for _, mf := range mustGather(t, h) {
+		if mf.GetName() != "prober_probe_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["probe_type"] == probeType && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
+}

@@ -2,6 +2,7 @@ package prober_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	testclock "k8s.io/utils/clock/testing"
 
+	"github.com/podlife/podlife/runtime"
 	"github.com/podlife/podlife/runtime/prober"
 )
 
@@ -240,3 +242,5 @@ func counterValue(t *testing.T, h *harness, probeType, result string) float64 {
 	}
 	return -1
 }
+
+var errUnavailable = fmt.Errorf("exec: %w", runtime.ErrUnavailable)

@@ -100,7 +100,9 @@ func (m *Manager) Run(ctx context.Context) error {
 // the spec again). running maps a container name to its running instance;
 // a container absent from it is not running (its probes pause, it is
 // neither started nor ready). A new instance (a new ID) starts its probes
-// over, as the kubelet does when a container restarts. podIP is the host of
+// over, as the kubelet does when a container restarts; that reset (a new
+// instance is not ready, not started) is not an Update: the caller, who is
+// syncing the pod, sees it in UpdatePodStatus. podIP is the host of
 // httpGet, tcpSocket and grpc probes that name none: the pod's IP, or the
 // node's for a pod on the host network.
 func (m *Manager) SetContainers(pod *v1.Pod, podIP string, running map[string]RunningContainer) {

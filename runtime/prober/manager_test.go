@@ -167,6 +167,9 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 		if u.Probe != prober.Startup || u.Result != prober.Failure {
 			t.Fatalf("update %+v", u)
 		}
+		if r := h.m.Result(pod.UID, "c", prober.Startup); r != prober.Failure {
+			t.Fatalf("Result(Startup) = %v, want Failure until a new instance", r)
+		}
 		h.stepTo(t0.Add(sec(30)))
 		h.m.SetContainers(pod, "", running("id2", t0.Add(sec(30))))
 		h.probe("start", t0.Add(sec(30)), 0)

@@ -30,6 +30,9 @@ func (m *Manager) runProbe(ctx context.Context, w *worker, t target) (Result, st
 		if host == "" {
 			host = t.podIP
 		}
+		if host == "" {
+			return Unknown, "the pod has no IP yet"
+		}
 		return m.probeHTTP(ctx, p.HTTPGet, host, port, w.timeout)
 	case p.TCPSocket != nil:
 		port, err := resolvePort(p.TCPSocket.Port, w.c.spec)
@@ -40,11 +43,17 @@ func (m *Manager) runProbe(ctx context.Context, w *worker, t target) (Result, st
 		if host == "" {
 			host = t.podIP
 		}
+		if host == "" {
+			return Unknown, "the pod has no IP yet"
+		}
 		return m.probeTCP(ctx, host, port, w.timeout)
 	case p.GRPC != nil:
 		service := ""
 		if p.GRPC.Service != nil {
 			service = *p.GRPC.Service
+		}
+		if t.podIP == "" {
+			return Unknown, "the pod has no IP yet"
 		}
 		return m.probeGRPC(ctx, t.podIP, int(p.GRPC.Port), service, w.timeout)
 	}

@@ -32,18 +32,28 @@ func (m *Manager) Readiness(uid types.UID, container string) (ready, known bool)
 	return c.id != "" && c.started && c.probes[Readiness].result == Success, true
 }
 
-// Liveness returns the published liveness of the running instance of a
-// container: Success until its probe fails failureThreshold times in a row,
-// then Failure until a new instance. Unknown when the container has no
-// liveness probe, is not running, or is unknown.
-func (m *Manager) Liveness(uid types.UID, container string) Result {
+// Result returns the published result of a probe of the running instance
+// of a container: Unknown when the container has no such probe, is not
+// running, or is unknown. Result(uid, name, Startup) == Failure means the
+// instance failed its startup probe and must be killed; it stays so until a
+// new instance, so a sync that failed to kill it can see it again.
+func (m *Manager) Result(uid types.UID, container string, probe ProbeType) Result {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.containerLocked(uid, container)
-	if c == nil || c.id == "" || c.probes[Liveness] == nil {
+	if c == nil || c.id == "" || probe < Startup || probe > Readiness || c.probes[probe] == nil {
 		return Unknown
 	}
-	return c.probes[Liveness].result
+	return c.probes[probe].result
+}
+
+// Liveness returns the published liveness of the running instance of a
+// container: Success until its probe fails failureThreshold times in a row,
+// then Failure until a new instance (so a sync that failed to kill it sees
+// it again). Unknown when the container has no liveness probe, is not
+// running, or is unknown.
+func (m *Manager) Liveness(uid types.UID, container string) Result {
+	return m.Result(uid, container, Liveness)
 }
 
 // UpdatePodStatus sets Started and Ready of the container statuses of a

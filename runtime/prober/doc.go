@@ -13,9 +13,11 @@
 // terminating, call StopLivenessAndStartup (its readiness probes go on, so
 // that it turns not ready); when it has terminated, RemovePod. Every change
 // of a probe's published result is an Update to Options.OnResult: sync the
-// pod on a readiness change; on a liveness or startup Failure, kill the
-// container (with Update.TerminationGracePeriodSeconds when set) and let the
-// restart policy restart it.
+// pod on every Update. In the sync, Unhealthy lists the running instances
+// that failed their liveness or startup probe: kill each (with its
+// TerminationGracePeriodSeconds when set) and let the restart policy restart
+// it; an instance stays listed until SetContainers shows a new one, so a
+// failed kill is retried by the next sync.
 //
 // # Rules (the kubelet's)
 //

@@ -86,6 +86,9 @@ func TestLivenessFailureHoldsUntilNewInstance(t *testing.T) {
 	if got := h.m.Liveness(pod.UID, "c"); got != prober.Failure {
 		t.Fatalf("Liveness = %v, want Failure", got)
 	}
+	if un := h.m.Unhealthy(pod.UID); len(un) != 1 || un[0].ContainerID != "id1" || un[0].Probe != prober.Liveness || *un[0].TerminationGracePeriodSeconds != 9 {
+		t.Fatalf("Unhealthy = %+v", un)
+	}
 	// On hold: no probe of id1 any more, however long it takes to kill it.
 	h.stepTo(t0.Add(sec(10)))
 	h.stepTo(t0.Add(sec(20)))
@@ -94,6 +97,9 @@ func TestLivenessFailureHoldsUntilNewInstance(t *testing.T) {
 	h.m.SetContainers(pod, "", running("id2", t0.Add(sec(20))))
 	if got := h.m.Liveness(pod.UID, "c"); got != prober.Success {
 		t.Fatalf("Liveness of the new instance = %v, want Success", got)
+	}
+	if un := h.m.Unhealthy(pod.UID); len(un) != 0 {
+		t.Fatalf("Unhealthy after a new instance = %+v", un)
 	}
 	if c := h.probe("live", t0.Add(sec(20)), 0); c.containerID != "id2" {
 		t.Fatalf("probe of %q, want id2", c.containerID)
@@ -169,6 +175,9 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 		}
 		if r := h.m.Result(pod.UID, "c", prober.Startup); r != prober.Failure {
 			t.Fatalf("Result(Startup) = %v, want Failure until a new instance", r)
+		}
+		if un := h.m.Unhealthy(pod.UID); len(un) != 1 || un[0].Probe != prober.Startup || un[0].TerminationGracePeriodSeconds != nil {
+			t.Fatalf("Unhealthy = %+v", un)
 		}
 		h.stepTo(t0.Add(sec(30)))
 		h.m.SetContainers(pod, "", running("id2", t0.Add(sec(30))))

@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -45,6 +46,39 @@ func (m *Manager) Result(uid types.UID, container string, probe ProbeType) Resul
 		return Unknown
 	}
 	return c.probes[probe].result
+}
+
+// Unhealthy returns the running instances of a pod's containers that failed
+// their liveness or startup probe and must be killed (restarted by the
+// restart policy), each as the Update that said so (with its output and the
+// probe's grace period). An instance stays in the list until SetContainers
+// shows a new one, so a sync that failed to kill it finds it again.
+func (m *Manager) Unhealthy(uid types.UID) []Update {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.pods[uid]
+	if p == nil {
+		return nil
+	}
+	var out []Update
+	for _, c := range p.containers {
+		if c.id == "" {
+			continue
+		}
+		for _, t := range []ProbeType{Startup, Liveness} {
+			if w := c.probes[t]; w != nil && w.result == Failure && w.published.ContainerID == c.id {
+				u := w.published
+				if u.TerminationGracePeriodSeconds != nil {
+					g := *u.TerminationGracePeriodSeconds
+					u.TerminationGracePeriodSeconds = &g
+				}
+				out = append(out, u)
+				break
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Update) int { return strings.Compare(a.ContainerName, b.ContainerName) })
+	return out
 }
 
 // Liveness returns the published liveness of the running instance of a

@@ -33,6 +33,7 @@ type worker struct {
 
 	// Guarded by Manager.mu.
 	result    Result    // published
+	published Update    // the Update that published result, for Unhealthy
 	last      Result    // last outcome
 	inARow    int       // how many outcomes in a row were last
 	onHold    bool      // a liveness/startup failure was published: wait for a new instance
@@ -250,6 +251,7 @@ func (w *worker) recordLocked(id string, res Result, out string, start, end time
 		g := *w.probe.TerminationGracePeriodSeconds
 		u.TerminationGracePeriodSeconds = &g
 	}
+	w.published = u
 	return u, true
 }
 

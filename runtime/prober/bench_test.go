@@ -5,16 +5,21 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/podlife/podlife/runtime/cri"
+	"github.com/podlife/podlife/runtime/fakecri"
 	"github.com/podlife/podlife/runtime/prober"
 )
 
@@ -33,6 +38,7 @@ func cpuTime(b *testing.B) time.Duration {
 // probes counts the probes answered.
 func benchProbes(b *testing.B, pods int, opts prober.Options, probe func(name string) v1.ProbeHandler, podIP string, probes *atomic.Int64) {
 	const warmUp, window = 2 * time.Second, 5 * time.Second
+	opts.Registerer = prometheus.NewRegistry() // as in an agent: metrics on
 	m, err := prober.New(opts)
 	if err != nil {
 		b.Fatal(err)
@@ -89,4 +95,47 @@ func BenchmarkProbesHTTP(b *testing.B) {
 	benchProbes(b, 1000, prober.Options{}, func(name string) v1.ProbeHandler {
 		return v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/" + name, Port: intstr.FromInt(p)}}
 	}, "127.0.0.1", &served)
+}
+
+// BenchmarkProbesCRI is BenchmarkProbes through runtime/cri's ExecSync to a
+// fakecri server over a unix socket, in the same process: the figure adds
+// the CRI round trip on both sides (client and fake server).
+func BenchmarkProbesCRI(b *testing.B) {
+	dir, err := os.MkdirTemp("", "prober")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	srv := fakecri.New(fakecri.Options{})
+	ep, err := srv.StartUnix(filepath.Join(dir, "cri.sock"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Stop()
+	var probes atomic.Int64
+	srv.SetExec(func(context.Context, fakecri.ExecRequest) (fakecri.ExecResult, error) {
+		probes.Add(1)
+		return fakecri.ExecResult{}, nil
+	})
+	rt, err := cri.New(cri.Options{Endpoint: ep})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	// One running container for every pod's probes.
+	pod := podWith("target", v1.Container{Name: "c", Image: "localhost/podlife/pause:1.0"})
+	if err := rt.SyncPod(context.Background(), pod, nil); err != nil {
+		b.Fatal(err)
+	}
+	st, err := rt.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := st.FindContainerStatusByName("c").ID.ID
+	exec := prober.ExecFunc(func(ctx context.Context, _ string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
+		return rt.ExecSync(ctx, id, cmd, timeout)
+	})
+	benchProbes(b, 1000, prober.Options{Exec: exec}, func(name string) v1.ProbeHandler {
+		return v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{name}}}
+	}, "", &probes)
 }

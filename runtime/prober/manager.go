@@ -205,16 +205,15 @@ func (m *Manager) StopLivenessAndStartup(uid types.UID) {
 // outcome is dropped).
 func (m *Manager) RemovePod(uid types.UID) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	p := m.pods[uid]
 	if p == nil {
-		m.mu.Unlock()
 		return
 	}
 	delete(m.pods, uid)
 	for _, w := range p.workers {
 		w.stopLocked()
 	}
-	m.mu.Unlock()
 	m.metrics.forget(p.uid, p.name, p.namespace)
 }
 

@@ -39,10 +39,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// probeMetrics are one worker's series, looked up once.
+// probeMetrics are one worker's series. The counters (by pod UID) are
+// looked up once; the duration series is looked up at each probe, because it
+// is keyed by pod name and a pod of the same name removed meanwhile deletes
+// it.
 type probeMetrics struct {
 	successful, failed, unknown prometheus.Counter
-	duration                    prometheus.Observer
+	duration                    *prometheus.HistogramVec
+	durationLabels              []string
 }
 
 func (m *metrics) forProbe(t ProbeType, container, pod, namespace string, uid types.UID) *probeMetrics {
@@ -51,10 +55,11 @@ func (m *metrics) forProbe(t ProbeType, container, pod, namespace string, uid ty
 	}
 	pt := t.String()
 	return &probeMetrics{
-		successful: m.total.WithLabelValues(pt, "successful", container, pod, namespace, string(uid)),
-		failed:     m.total.WithLabelValues(pt, "failed", container, pod, namespace, string(uid)),
-		unknown:    m.total.WithLabelValues(pt, "unknown", container, pod, namespace, string(uid)),
-		duration:   m.duration.WithLabelValues(pt, container, pod, namespace),
+		successful:     m.total.WithLabelValues(pt, "successful", container, pod, namespace, string(uid)),
+		failed:         m.total.WithLabelValues(pt, "failed", container, pod, namespace, string(uid)),
+		unknown:        m.total.WithLabelValues(pt, "unknown", container, pod, namespace, string(uid)),
+		duration:       m.duration,
+		durationLabels: []string{pt, container, pod, namespace},
 	}
 }
 
@@ -70,7 +75,7 @@ func (pm *probeMetrics) observe(r Result, seconds float64) {
 	default:
 		pm.unknown.Inc()
 	}
-	pm.duration.Observe(seconds)
+	pm.duration.WithLabelValues(pm.durationLabels...).Observe(seconds)
 }
 
 // forget drops the series of a removed pod.

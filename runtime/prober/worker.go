@@ -163,10 +163,13 @@ func (w *worker) run(ctx context.Context) {
 			start := clk.Now()
 			res, out := w.m.runProbe(ctx, w, t)
 			end := clk.Now()
-			w.metrics.observe(res, end.Sub(start).Seconds())
 			w.m.mu.Lock()
 			upd, changed := w.recordLocked(t.containerID, res, out, start, end)
 			w.m.mu.Unlock()
+			if res == Unknown {
+				w.m.log.V(2).Info("probe could not run", "pod", w.pod.namespace+"/"+w.pod.name, "podUID", w.pod.uid,
+					"container", w.c.spec.Name, "probe", w.typ.String(), "output", out)
+			}
 			if changed {
 				w.m.log.V(2).Info("probe result changed", "pod", w.pod.namespace+"/"+w.pod.name, "podUID", w.pod.uid,
 					"container", w.c.spec.Name, "probe", w.typ.String(), "result", upd.Result.String(), "output", upd.Output)
@@ -207,6 +210,9 @@ func (w *worker) recordLocked(id string, res Result, out string, start, end time
 	if w.stopped || w.c.id != id {
 		return Update{}, false // removed, or a new instance began meanwhile
 	}
+	// Under the lock, so that no series comes back after RemovePod deleted
+	// them (the metrics take no lock of ours and call nothing out).
+	w.metrics.observe(res, end.Sub(start).Seconds())
 	base := w.due // on schedule: no drift
 	if start.Sub(base) >= w.period {
 		base = start // it waited (for its startup probe, say): a new schedule

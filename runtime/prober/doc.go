@@ -61,7 +61,8 @@
 // One goroutine per probe, asleep on a timer between probes (or on a channel
 // while its container is not running or waits for its startup probe). 1,000
 // pods with an exec liveness and readiness probe every second (2,000 probes/s
-// on a fake runtime) cost about 0.03-0.05 of a core: see docs/benchmarks.md.
+// on a fake runtime) cost about 0.05 of a core, about 0.2 through a CRI
+// runtime's gRPC client: see docs/benchmarks.md.
 //
 // # Metrics
 //

@@ -34,6 +34,12 @@ import (
 // podIP, and returns the Update.
 func probeOnce(t *testing.T, c v1.Container, handler v1.ProbeHandler, podIP string, mutate ...func(*prober.Options)) prober.Update {
 	t.Helper()
+	return probeOnceIn(t, "id1", c, handler, podIP, mutate...)
+}
+
+// probeOnceIn is probeOnce in the container instance id.
+func probeOnceIn(t *testing.T, id string, c v1.Container, handler v1.ProbeHandler, podIP string, mutate ...func(*prober.Options)) prober.Update {
+	t.Helper()
 	updates := make(chan prober.Update, 1)
 	o := prober.Options{
 		Clock:    testclock.NewFakeClock(t0),
@@ -54,7 +60,7 @@ func probeOnce(t *testing.T, c v1.Container, handler v1.ProbeHandler, podIP stri
 	defer func() { cancel(); <-done }()
 	c.Name = "c"
 	c.StartupProbe = &v1.Probe{ProbeHandler: handler, FailureThreshold: 1, TimeoutSeconds: 1}
-	m.SetContainers(podWith("h", c), podIP, running("id1", t0))
+	m.SetContainers(podWith("h", c), podIP, running(id, t0))
 	select {
 	case u := <-updates:
 		return u

@@ -67,7 +67,8 @@ type Options struct {
 	Clock clock.WithTicker
 	// Rand returns a number in [0,1) that spreads the first probes of the
 	// containers that exist when the manager starts over one period, as the
-	// kubelet does after a restart. Default math/rand/v2.Float64.
+	// kubelet does after a restart. It is called with the manager's lock
+	// held: it must only compute. Default math/rand/v2.Float64.
 	Rand func() float64
 	// Registerer receives prober_probe_total and
 	// prober_probe_duration_seconds. Default: none (no metrics).

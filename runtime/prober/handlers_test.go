@@ -327,3 +327,33 @@ func TestExecThroughCRI(t *testing.T) {
 		})
 	}
 }
+
+// TestDialerInjected: every network probe dials through Options.Dialer.
+func TestDialerInjected(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	var dialed []string
+	var mu sync.Mutex
+	toServer := func(o *prober.Options) {
+		o.Dialer = func(ctx context.Context, network, address string) (net.Conn, error) {
+			mu.Lock()
+			dialed = append(dialed, address)
+			mu.Unlock()
+			var d net.Dialer
+			return d.DialContext(ctx, network, srv.Listener.Addr().String())
+		}
+	}
+	for _, h := range []v1.ProbeHandler{
+		{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(1)}},
+		{HTTPGet: &v1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(2)}},
+	} {
+		if u := probeOnce(t, v1.Container{}, h, "192.0.2.7", toServer); u.Result != prober.Success {
+			t.Fatalf("%+v: %+v", h, u)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(dialed, ",") != "192.0.2.7:1,192.0.2.7:2" {
+		t.Fatalf("dialed %v", dialed)
+	}
+}

@@ -333,3 +333,12 @@ func TestRunTwice(t *testing.T) {
 		t.Fatalf("second Run = %v, want an error", err)
 	}
 }
+
+func TestInitialDelayFromFirstSightWithoutStartTime(t *testing.T) {
+	h := newHarness(t)
+	pod := podWith("fs", v1.Container{Name: "c", ReadinessProbe: execProbe("ready", func(p *v1.Probe) { p.InitialDelaySeconds = 3 })})
+	h.stepTo(t0.Add(time.Minute)) // past the jitter window: none anyway (Rand 0)
+	h.m.SetContainers(pod, "", running("id1", time.Time{}))
+	h.stepTo(t0.Add(time.Minute + sec(3)))
+	h.probe("ready", t0.Add(time.Minute+sec(3)), 0)
+}

@@ -1,0 +1,86 @@
+package prober
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ProbeType names one of the three probes of a container.
+type ProbeType int
+
+// The probe types, named as in the kubelet's metrics.
+const (
+	Startup ProbeType = iota
+	Liveness
+	Readiness
+)
+
+func (t ProbeType) String() string {
+	switch t {
+	case Startup:
+		return "Startup"
+	case Liveness:
+		return "Liveness"
+	case Readiness:
+		return "Readiness"
+	}
+	return "ProbeType(?)"
+}
+
+// Result is the outcome of a probe, or the published state of one.
+type Result int
+
+const (
+	// Unknown: not probed yet (a startup probe before its first verdict), or
+	// the probe could not be run (an error of the runtime, not of the
+	// container); an Unknown outcome changes no state.
+	Unknown Result = iota
+	// Success: the probe passed (successThreshold times in a row).
+	Success
+	// Failure: the probe failed (failureThreshold times in a row).
+	Failure
+)
+
+func (r Result) String() string {
+	switch r {
+	case Success:
+		return "Success"
+	case Failure:
+		return "Failure"
+	}
+	return "Unknown"
+}
+
+// Update is a change of the published result of one probe of one container
+// instance, delivered to Options.OnResult.
+type Update struct {
+	PodUID        types.UID
+	PodName       string
+	PodNamespace  string
+	ContainerName string
+	// ContainerID is the instance the result is about (as given to
+	// SetContainers).
+	ContainerID string
+	Probe       ProbeType
+	Result      Result
+	// Output is what the last probe said (exec stdout and stderr, an HTTP
+	// body or status, an error), at most 10 KiB.
+	Output string
+	// TerminationGracePeriodSeconds is the probe's own grace period
+	// (spec.containers[].{liveness,startup}Probe.terminationGracePeriodSeconds)
+	// for the kill that follows a liveness or startup Failure; nil when the
+	// probe does not set one (then the pod's applies).
+	TerminationGracePeriodSeconds *int64
+}
+
+// RunningContainer is a running instance of a container, as the agent's
+// last runtime status saw it.
+type RunningContainer struct {
+	// ID identifies the instance (the runtime's container ID). A new ID is a
+	// new instance: its probes start over.
+	ID string
+	// StartedAt is when the instance started; initialDelaySeconds counts
+	// from it. Zero means "when the manager first saw this ID".
+	StartedAt time.Time
+}

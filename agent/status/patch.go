@@ -191,21 +191,23 @@ func statusEqual(a, b v1.PodStatus) bool {
 	return apiequality.Semantic.DeepEqual(a, b)
 }
 
-// newest returns the newer of two copies of one object (same UID) by
-// resource version, seen first. Resource versions are opaque in general;
-// every API server with etcd storage makes them increasing integers, and
-// when they are not the pod as seen wins.
+// newest returns the newer of two copies of one object (same UID): the pod
+// as seen (from the agent's watch, or as given) and the object our last
+// PATCH returned. Resource versions are opaque in general; every API server
+// with etcd storage makes them increasing integers, and they are compared as
+// such. When they cannot be, our own last write wins: it is at least as new
+// as the base it was made from.
 func newest(seen, written *v1.Pod) *v1.Pod {
-	if written == nil || seen == nil || written.UID != seen.UID {
-		if seen == nil {
-			return written
-		}
+	if seen == nil {
+		return written
+	}
+	if written == nil || written.UID != seen.UID {
 		return seen
 	}
 	a, errA := strconv.ParseUint(seen.ResourceVersion, 10, 64)
 	b, errB := strconv.ParseUint(written.ResourceVersion, 10, 64)
-	if errA == nil && errB == nil && b > a {
-		return written
+	if errA == nil && errB == nil && a > b {
+		return seen
 	}
-	return seen
+	return written
 }

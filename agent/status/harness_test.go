@@ -244,3 +244,15 @@ func statusPhase(body map[string]any) string {
 	p, _ := st["phase"].(string)
 	return p
 }
+
+func (h *harness) actionsOf(verb string) []k8stesting.Action {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []k8stesting.Action
+	for _, a := range h.actions {
+		if a.GetVerb() == verb {
+			out = append(out, a)
+		}
+	}
+	return out
+}

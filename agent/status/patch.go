@@ -195,7 +195,7 @@ func statusEqual(a, b v1.PodStatus) bool {
 // as seen (from the agent's watch, or as given) and the object our last
 // PATCH returned. Resource versions are opaque in general; every API server
 // with etcd storage makes them increasing integers, and they are compared as
-// such. When they cannot be, our own last write wins: it is at least as new
+// such; a version that is not one loses. When neither is, our own last write wins: it is at least as new
 // as the base it was made from.
 func newest(seen, written *v1.Pod) *v1.Pod {
 	if seen == nil {
@@ -206,7 +206,8 @@ func newest(seen, written *v1.Pod) *v1.Pod {
 	}
 	a, errA := strconv.ParseUint(seen.ResourceVersion, 10, 64)
 	b, errB := strconv.ParseUint(written.ResourceVersion, 10, 64)
-	if errA == nil && errB == nil && a > b {
+	switch {
+	case errA == nil && errB == nil && a > b, errA == nil && errB != nil:
 		return seen
 	}
 	return written

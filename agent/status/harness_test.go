@@ -42,11 +42,11 @@ func (p *podStates) set(uid types.UID, running bool) {
 // harness runs a Manager against a fake clientset and a fake clock, and
 // records every request.
 type harness struct {
-	t       *testing.T
-	client  *fake.Clientset
-	clock   *testingclock.FakeClock
-	states  *podStates
-	m       *Manager
+	t        *testing.T
+	client   *fake.Clientset
+	clock    *testingclock.FakeClock
+	states   *podStates
+	m        *Manager
 	mu       sync.Mutex
 	actions  []k8stesting.Action
 	recorder k8stesting.Reactor

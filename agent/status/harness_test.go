@@ -256,3 +256,5 @@ func (h *harness) actionsOf(verb string) []k8stesting.Action {
 	}
 	return out
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -96,6 +96,12 @@ func (m *Manager) finish(s snapshot, out outcome) {
 		log.V(2).Info("pod gone from the API server; its status is no longer written", "reason", out.goneReason, "err", out.err)
 		return
 	case ResultError:
+		if out.written != nil {
+			e.written = out.written
+		}
+		if out.response != nil {
+			e.lastResponse = out.response
+		}
 		e.failures++
 		d := m.backoffDelay(e.failures)
 		e.retryAt = m.opts.Clock.Now().Add(d)
@@ -168,7 +174,9 @@ func (m *Manager) write(ctx context.Context, s snapshot) outcome {
 		m.opts.Logger.V(2).Info("finished pod deleted from the API server", "pod", podRef(target), "podUID", uid)
 		return out
 	default:
-		return outcome{result: ResultError, err: fmt.Errorf("delete finished pod %s: %w", podRef(target), err)}
+		// The status is written: the retry only deletes.
+		out.result, out.err = ResultError, fmt.Errorf("delete finished pod %s: %w", podRef(target), err)
+		return out
 	}
 }
 

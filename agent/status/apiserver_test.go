@@ -391,3 +391,39 @@ func TestAPIManyPodsQuickly(t *testing.T) {
 		t.Errorf("took %v, want well under 20 s", written)
 	}
 }
+
+// TestAPINewUIDUnderTheName: a pod deleted and created again under its
+// name: the old pod's status is refused by the UID precondition, and the
+// manager drops the old pod without touching the new one.
+func TestAPINewUIDUnderTheName(t *testing.T) {
+	api := apitest.New(t)
+	const name = "status-t2"
+	ensureNode(t, api, name)
+	ns := api.Namespace(t)
+	old := createPods(t, api, ns, name, 1)[0]
+	n := startNode(t, api, name, api.NodeConfig(t, name), func(o *status.Options) { o.Pods = nil })
+	ctx := context.Background()
+	zero := int64(0)
+	if err := api.Admin.CoreV1().Pods(ns).Delete(ctx, old.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	var fresh *v1.Pod
+	api.Eventually(t, 20*time.Second, "pod created again under its name", func() (bool, error) {
+		p := old.DeepCopy()
+		p.ObjectMeta = metav1.ObjectMeta{Name: old.Name, Namespace: ns}
+		p.Status = v1.PodStatus{}
+		var err error
+		fresh, err = api.Admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		return err == nil, err
+	})
+	_ = n.m.SetPodStatus(ctx, old, nil, runningStatus(old, "old incarnation"))
+	api.Eventually(t, 20*time.Second, "old pod dropped", func() (bool, error) { return n.m.IsGone(old.UID), nil })
+	got, err := api.Admin.CoreV1().Pods(ns).Get(ctx, fresh.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.UID != fresh.UID || got.Status.Message != "" {
+		t.Fatalf("the new pod was written: %+v", got.Status)
+	}
+	t.Logf("requests: %v PATCH, %v GET", n.requests(t, "patch", "pods/status"), n.requests(t, "get", "pods"))
+}

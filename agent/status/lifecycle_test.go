@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/podlife/podlife/podmanager"
@@ -89,6 +90,8 @@ func TestGonePodsAreDroppedNotRetried(t *testing.T) {
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "a", errors.New("node cannot patch"))
 	notFound := apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "a")
 	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "a", errors.New("Precondition failed: UID"))
+	// What the API server v1.37 answers a PATCH whose metadata.uid differs.
+	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "a", field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), "uid-a", "field is immutable")})
 	for _, tc := range []struct {
 		name  string
 		patch error
@@ -99,6 +102,9 @@ func TestGonePodsAreDroppedNotRetried(t *testing.T) {
 		{name: "not found", patch: notFound, want: []string{"patch/status"}},
 		{name: "conflict, then not found", patch: conflict, get: func() (runtime.Object, error) { return nil, notFound }, want: []string{"patch/status", "get"}},
 		{name: "conflict, then forbidden", patch: conflict, get: func() (runtime.Object, error) { return nil, forbidden }, want: []string{"patch/status", "get"}},
+		{name: "invalid (the UID precondition), then a new UID", patch: invalid, get: func() (runtime.Object, error) {
+			return testPod("a", "another-uid"), nil
+		}, want: []string{"patch/status", "get"}},
 		{name: "new UID under the name", patch: conflict, get: func() (runtime.Object, error) {
 			return testPod("a", "another-uid"), nil
 		}, want: []string{"patch/status", "get"}},
@@ -292,4 +298,28 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+func TestInvalidStatusOfTheSamePodRetriedWithBackoff(t *testing.T) {
+	pod := testPod("a", "uid-a")
+	h := newHarness(t, nil, pod)
+	var fail atomic.Bool
+	fail.Store(true)
+	h.react("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if fail.Load() {
+			return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "a", field.ErrorList{field.Invalid(field.NewPath("status", "phase"), "x", "bad")})
+		}
+		return false, nil, nil
+	})
+	h.run()
+	_ = h.m.SetPodStatus(context.Background(), pod, nil, running("x"))
+	h.eventually("failed once", func() bool { return h.count("get") == 1 && h.clock.HasWaiters() })
+	if h.m.IsGone(pod.UID) {
+		t.Fatal("the same pod was dropped")
+	}
+	fail.Store(false)
+	h.stepUntilSettled(time.Second)
+	if got, want := h.requests(), []string{"patch/status", "get", "patch/status"}; !equalStrings(got, want) {
+		t.Fatalf("requests = %v, want %v", got, want)
+	}
 }

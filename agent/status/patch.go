@@ -16,9 +16,10 @@ import (
 )
 
 // patch writes the desired status to target in one PATCH of the status
-// subresource. On a Conflict (the UID precondition failed, or the server
-// could not apply the patch) it reads the object once and tries again from
-// it.
+// subresource. When the server answers Invalid (what a failed UID
+// precondition gives) or Conflict, it reads the object once: a new UID
+// means the pod is gone; after a Conflict it patches again from the object
+// read.
 func (m *Manager) patch(ctx context.Context, s snapshot, target *v1.Pod, could, static bool) outcome {
 	pods := m.opts.Client.CoreV1().Pods(target.Namespace)
 	gone := func(reason string, err error) outcome {
@@ -46,7 +47,11 @@ func (m *Manager) patch(ctx context.Context, s snapshot, target *v1.Pod, could, 
 		if reason, ok := classifyGone(err); ok {
 			return gone(reason, err)
 		}
-		if !apierrors.IsConflict(err) || attempt > 0 {
+		// The API server answers a UID precondition that fails with
+		// Invalid ("metadata.uid: field is immutable"); a stale base may
+		// give a Conflict. Either way one read tells.
+		conflict, invalid := apierrors.IsConflict(err), apierrors.IsInvalid(err)
+		if (!conflict && !invalid) || attempt > 0 {
 			return outcome{result: ResultError, err: fmt.Errorf("patch status of %s: %w", podRef(target), err)}
 		}
 		fresh, gerr := pods.Get(ctx, target.Name, metav1.GetOptions{})
@@ -58,6 +63,11 @@ func (m *Manager) patch(ctx context.Context, s snapshot, target *v1.Pod, could, 
 		}
 		if fresh.UID != target.UID {
 			return gone(GoneUIDChanged, fmt.Errorf("pod %s: %w", podRef(target), errUIDChanged))
+		}
+		if invalid {
+			// The same pod: the status itself is refused. A newer
+			// status may be accepted; retry after a back-off.
+			return outcome{result: ResultError, err: fmt.Errorf("patch status of %s: %w", podRef(target), err)}
 		}
 		target = fresh
 	}

@@ -47,7 +47,9 @@ type node struct {
 	apiAdmin kubernetes.Interface
 }
 
-func startNode(t *testing.T, api *apitest.API, name string, cfg *rest.Config, mutate func(*status.Options)) *node {
+// startNode starts the Manager and the watch; mutate may change the
+// Options, given the pods the watch keeps.
+func startNode(t *testing.T, api *apitest.API, name string, cfg *rest.Config, mutate func(*status.Options, *podmanager.Manager)) *node {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg, err := status.InstrumentConfig(cfg, reg, "podlife")
@@ -71,7 +73,7 @@ func startNode(t *testing.T, api *apitest.API, name string, cfg *rest.Config, mu
 		RequestTimeout:    10 * time.Second,
 	}
 	if mutate != nil {
-		mutate(&opts)
+		mutate(&opts, n.pods)
 	}
 	if n.m, err = status.New(opts); err != nil {
 		t.Fatal(err)
@@ -401,7 +403,7 @@ func TestAPINewUIDUnderTheName(t *testing.T) {
 	ensureNode(t, api, name)
 	ns := api.Namespace(t)
 	old := createPods(t, api, ns, name, 1)[0]
-	n := startNode(t, api, name, api.NodeConfig(t, name), func(o *status.Options) { o.Pods = nil })
+	n := startNode(t, api, name, api.NodeConfig(t, name), func(o *status.Options, _ *podmanager.Manager) { o.Pods = nil })
 	ctx := context.Background()
 	zero := int64(0)
 	if err := api.Admin.CoreV1().Pods(ns).Delete(ctx, old.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {

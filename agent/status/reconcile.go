@@ -18,7 +18,7 @@ func (m *Manager) reconcile() {
 		}
 		snaps = append(snaps, snapshot{
 			e: e, uid: uid, pod: e.pod, mirror: e.mirror, status: e.status, version: e.version,
-			finished: e.finished, deleted: e.deleted, written: e.written,
+			finished: e.finished, deleted: e.deleted, written: e.written, writtenVersion: e.writtenVersion,
 			lastResponse: e.lastResponse, goneMirrorUID: e.goneMirrorUID,
 		})
 	}
@@ -49,6 +49,14 @@ func (m *Manager) needsWrite(s snapshot) bool {
 	static := isStatic(s.pod)
 	target := m.base(s, static)
 	if target == nil {
+		return false
+	}
+	if s.written != nil && target == s.lastResponse && s.writtenVersion == s.version &&
+		!(isTerminalPhase(s.status.Phase) && !isTerminalPhase(s.written.Phase)) &&
+		!(s.finished && !s.deleted && !static) {
+		// Nothing new on either side since our last write: no terminal
+		// phase held back, no deletion to make, and the API object as
+		// last seen is the one that write returned.
 		return false
 	}
 	could := m.opts.PodStates.CouldHaveRunningContainers(s.uid)

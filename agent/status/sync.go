@@ -33,16 +33,17 @@ const (
 
 // snapshot is what a worker needs of an entry, copied under the lock.
 type snapshot struct {
-	e             *entry
-	uid           types.UID
-	pod, mirror   *v1.Pod
-	status        v1.PodStatus // read-only: owned by the entry
-	version       uint64
-	finished      bool
-	deleted       bool
-	written       *v1.PodStatus
-	lastResponse  *v1.Pod
-	goneMirrorUID types.UID
+	e              *entry
+	uid            types.UID
+	pod, mirror    *v1.Pod
+	status         v1.PodStatus // read-only: owned by the entry
+	version        uint64
+	finished       bool
+	deleted        bool
+	writtenVersion uint64
+	written        *v1.PodStatus
+	lastResponse   *v1.Pod
+	goneMirrorUID  types.UID
 }
 
 // outcome is what a write did.

@@ -217,11 +217,11 @@ func TestBackoffDelays(t *testing.T) {
 		{7, 0, 10 * time.Second},
 		{60, 0.999, 10*time.Second + 4995*time.Millisecond},
 	} {
-		m, err := New(Options{Client: newHarness(t, nil).client, PodStates: &podStates{}, Rand: func() float64 { return tc.rand }})
+		m, err := New(Options{Client: newHarness(t, nil).client, PodStates: &podStates{}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := m.backoffDelay(tc.failures); got != tc.want {
+		if got := m.backoffDelay(tc.failures, tc.rand); got != tc.want {
 			t.Errorf("backoffDelay(%d) with rand %v = %v, want %v", tc.failures, tc.rand, got, tc.want)
 		}
 	}

@@ -16,11 +16,7 @@ func (m *Manager) reconcile() {
 		if e.gone || e.queued || e.inFlight || !e.retryAt.IsZero() {
 			continue
 		}
-		snaps = append(snaps, snapshot{
-			e: e, uid: uid, pod: e.pod, mirror: e.mirror, status: e.status, version: e.version,
-			finished: e.finished, deleted: e.deleted, written: e.written, writtenVersion: e.writtenVersion,
-			lastResponse: e.lastResponse, goneMirrorUID: e.goneMirrorUID,
-		})
+		snaps = append(snaps, e.snapshot(uid))
 	}
 	m.mu.Unlock()
 
@@ -34,12 +30,12 @@ func (m *Manager) reconcile() {
 		return
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	for uid, e := range due {
 		if m.pods[uid] == e {
 			m.enqueueLocked(uid, e)
 		}
 	}
+	m.mu.Unlock()
 	m.metrics.reconciled(len(due))
 	m.opts.Logger.V(4).Info("reconcile queued pods whose status differs in the API server", "pods", len(due))
 }

@@ -64,11 +64,7 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) {
 		m.mu.Unlock()
 		return
 	}
-	s := snapshot{
-		e: e, uid: uid, pod: e.pod, mirror: e.mirror, status: e.status, version: e.version,
-		finished: e.finished, deleted: e.deleted, written: e.written,
-		lastResponse: e.lastResponse, goneMirrorUID: e.goneMirrorUID,
-	}
+	s := e.snapshot(uid)
 	m.mu.Unlock()
 
 	start := m.opts.Clock.Now()
@@ -79,20 +75,35 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) {
 	m.finish(s, out)
 }
 
+// snapshot copies what a write needs, under Manager.mu.
+func (e *entry) snapshot(uid types.UID) snapshot {
+	return snapshot{
+		e: e, uid: uid, pod: e.pod, mirror: e.mirror, status: e.status, version: e.version,
+		finished: e.finished, deleted: e.deleted, written: e.written, writtenVersion: e.writtenVersion,
+		lastResponse: e.lastResponse, goneMirrorUID: e.goneMirrorUID,
+	}
+}
+
 // finish records the outcome of a write of s and queues the pod again when
-// a newer status arrived meanwhile, or schedules its retry.
+// a newer status arrived meanwhile, or schedules its retry. It logs after
+// unlocking.
 func (m *Manager) finish(s snapshot, out outcome) {
+	jitter := 0.0
+	if out.result == ResultError {
+		jitter = m.opts.Rand() // a callback: never under the lock
+	}
 	log := m.opts.Logger.WithValues("pod", podRef(s.pod), "podUID", s.uid)
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	e, ok := m.pods[s.uid]
 	if !ok || e != s.e {
+		m.mu.Unlock()
 		return // forgotten (and maybe recorded again) meanwhile
 	}
 	e.inFlight = false
 	switch out.result {
 	case ResultGone:
 		e.gone = true
+		m.mu.Unlock()
 		m.metrics.dropped(out.goneReason)
 		log.V(2).Info("pod gone from the API server; its status is no longer written", "reason", out.goneReason, "err", out.err)
 		return
@@ -104,11 +115,13 @@ func (m *Manager) finish(s snapshot, out outcome) {
 			e.lastResponse = out.response
 		}
 		e.failures++
-		d := m.backoffDelay(e.failures)
+		failures := e.failures
+		d := m.backoffDelay(failures, jitter)
 		e.retryAt = m.opts.Clock.Now().Add(d)
 		m.backoff[s.uid] = e
-		log.V(2).Info("writing pod status failed; will retry", "err", out.err, "failures", e.failures, "retryIn", d)
 		m.signal()
+		m.mu.Unlock()
+		log.V(2).Info("writing pod status failed; will retry", "err", out.err, "failures", failures, "retryIn", d)
 		return
 	case ResultNoMirror:
 		if out.mirrorUID != "" {
@@ -126,17 +139,18 @@ func (m *Manager) finish(s snapshot, out outcome) {
 	if e.version != s.version {
 		m.enqueueLocked(s.uid, e)
 	}
+	m.mu.Unlock()
 }
 
-// backoffDelay is BackoffBase·2^(failures-1), at most BackoffMax, plus up
-// to half of it at random.
-func (m *Manager) backoffDelay(failures int) time.Duration {
+// backoffDelay is BackoffBase·2^(failures-1), at most BackoffMax, plus
+// jitter (in [0, 1)) times half of it.
+func (m *Manager) backoffDelay(failures int, jitter float64) time.Duration {
 	d := m.opts.BackoffBase
 	for i := 1; i < failures && d < m.opts.BackoffMax; i++ {
 		d *= 2
 	}
 	d = min(d, m.opts.BackoffMax)
-	return d + time.Duration(m.opts.Rand()*float64(d)/2)
+	return d + time.Duration(jitter*float64(d)/2)
 }
 
 // write brings the API object of the pod (its mirror pod for a static pod)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -351,12 +353,20 @@ func TestAPIDownThenUp(t *testing.T) {
 	}
 }
 
-// TestAPIManyPodsQuickly: 300 pods bound to the node, a status each: the
-// time until all are in the API with the node's credentials at QPS 50,
-// burst 100 (apitest.LoadConfig's).
+// TestAPIManyPodsQuickly: 300 pods (PODLIFE_STATUS_PODS to change) bound
+// to the node, a status each: the time until all are in the API with the
+// node's credentials at QPS 50, burst 100 (apitest.LoadConfig's).
 func TestAPIManyPodsQuickly(t *testing.T) {
 	api := apitest.New(t)
-	const name, count = "status-t1", 300
+	const name = "status-t1"
+	count := 300
+	if v := os.Getenv("PODLIFE_STATUS_PODS"); v != "" { // for docs/benchmarks.md: 1000, say
+		c, err := strconv.Atoi(v)
+		if err != nil || c < 1 {
+			t.Fatalf("PODLIFE_STATUS_PODS=%q: want a positive number", v)
+		}
+		count = c
+	}
 	ensureNode(t, api, name)
 	ns := api.Namespace(t)
 	pods := createPods(t, api, ns, name, count)
@@ -386,10 +396,10 @@ func TestAPIManyPodsQuickly(t *testing.T) {
 	patches := n.requests(t, "patch", "pods/status")
 	t.Logf("%d pods: %d SetPodStatus calls took %v; all statuses in the API after %v (%.0f writes/s); %v PATCHes, %v GETs",
 		count, count, set.Round(time.Microsecond), written.Round(time.Millisecond), float64(count)/written.Seconds(), patches, n.requests(t, "get", "pods"))
-	if patches != count {
+	if patches != float64(count) {
 		t.Errorf("%v PATCHes for %d pods, want one each", patches, count)
 	}
-	if written > 20*time.Second {
+	if count <= 300 && written > 20*time.Second {
 		t.Errorf("took %v, want well under 20 s", written)
 	}
 }

@@ -83,11 +83,11 @@
 //
 // # Differences from the kubelet
 //
-// The kubelet's manager writes from one goroutine, reads the pod with a GET
-// before each patch (two requests a write), keeps a channel of 1000 updates
-// that drops updates when full, and retries a failed pod only at the next
-// syncPeriod. Here: no GET, bounded parallel writes, a set instead of a
-// channel (nothing is dropped, memory is one entry per pod), a per-pod
+// The kubelet's manager writes from one goroutine, one pod after another,
+// reads the pod with a GET before each patch (two requests a write), and
+// retries a failed pod only at the next syncPeriod. Here: no GET, bounded
+// parallel writes, a set of pods to write instead of a channel (nothing is
+// dropped, memory is one entry per pod), a per-pod
 // jittered back-off, and Forbidden is understood as "gone" for a node's
 // credentials. The kubelet also checks container state transitions
 // (terminated containers never go back to running) and computes

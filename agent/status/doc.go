@@ -24,8 +24,10 @@
 //     name now. The pod as last seen is the newer (by resource version) of
 //     the pod the agent's watch gave (Options.Pods, the agent's
 //     podmanager.Manager) and the object the previous PATCH returned; no GET
-//     before a write. On a Conflict the pod is read once and the patch made
-//     again from it.
+//     before a write. When the server answers Invalid (its answer, v1.37, to
+//     a metadata.uid that differs: "field is immutable") or Conflict, the pod
+//     is read once: a new UID means gone; after a Conflict the patch is made
+//     again from the pod read.
 //   - A status equal to the one in the API (times to the second, conditions
 //     in any order) costs no request.
 //   - The patch keeps what other components own: qosClass,

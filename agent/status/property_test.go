@@ -16,7 +16,10 @@ import (
 
 // FuzzNeverTerminalWhileRunningAndNewestWins drives a Manager with a
 // sequence of SetPodStatus, PodFinished, pod-worker progress, API failures
-// and clock steps taken from the input, and checks that
+// and clock steps taken from the input, on a pod being deleted or not, and
+// checks that
+//   - the pod is deleted only after PodFinished, once its containers cannot
+//     run and its terminal phase is in the API server, and then it is,
 //   - no PATCH carries a terminal phase while the pod could have running
 //     containers (checked when the request reaches the API server: the
 //     answer only goes from true to false, as with the pod workers), and
@@ -26,6 +29,8 @@ import (
 //     before (MergeStatus).
 func FuzzNeverTerminalWhileRunningAndNewestWins(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7})
+	f.Add([]byte{1, 1, 4, 5})           // being deleted: finished, then deleted
+	f.Add([]byte{3, 1, 5, 6, 4, 7, 13}) // being deleted: finished while running, API down
 	f.Add([]byte{3, 3, 6, 2, 2, 7, 1, 5, 0, 4})
 	f.Add([]byte{2, 6, 2, 6, 4, 2, 7, 5, 1, 1, 3})
 	f.Add([]byte{6, 0, 1, 2, 3, 7, 7, 7, 5, 4, 2, 1})
@@ -35,6 +40,10 @@ func FuzzNeverTerminalWhileRunningAndNewestWins(f *testing.F) {
 			ops = ops[:64]
 		}
 		pod := testPod("a", "uid-a")
+		beingDeleted := len(ops) > 0 && ops[0]%2 == 1
+		if beingDeleted {
+			pod = deleting(pod)
+		}
 		h := newHarness(t, nil, pod)
 		h.states.set(pod.UID, true)
 		var (
@@ -42,7 +51,26 @@ func FuzzNeverTerminalWhileRunningAndNewestWins(f *testing.F) {
 			failing         bool
 			violation       string
 			terminalPatched bool
+			finishedCalled  bool
+			deleted         bool
 		)
+		h.react("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if failing {
+				return true, nil, apierrors.NewInternalError(errors.New("down"))
+			}
+			switch {
+			case !finishedCalled:
+				violation = "deleted before PodFinished"
+			case h.states.CouldHaveRunningContainers(pod.UID):
+				violation = "deleted while containers could run"
+			case !isTerminalPhase(h.apiPod(pod).Status.Phase):
+				violation = "deleted before its terminal phase was written"
+			}
+			deleted = true
+			return false, nil, nil
+		})
 		h.react("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -73,6 +101,10 @@ func FuzzNeverTerminalWhileRunningAndNewestWins(f *testing.F) {
 			case 4:
 				h.states.set(pod.UID, false) // the pod worker terminated the pod
 			case 5:
+				mu.Lock()
+				finishedCalled = true
+				mu.Unlock()
+				st.Phase = phases[2+int(op/8)%2] // a final status is terminal
 				_ = h.m.PodFinished(ctx, pod, nil, st)
 				newest = st
 			case 6:
@@ -94,6 +126,12 @@ func FuzzNeverTerminalWhileRunningAndNewestWins(f *testing.F) {
 		defer mu.Unlock()
 		if violation != "" {
 			t.Fatal(violation)
+		}
+		if deleted {
+			return
+		}
+		if beingDeleted && finishedCalled && !h.states.CouldHaveRunningContainers(pod.UID) && terminalPatched {
+			t.Fatalf("a finished pod being deleted, with its terminal phase written, was not deleted (requests %v)", h.requests())
 		}
 		got := h.apiPod(pod).Status
 		want := newest.Phase

@@ -35,7 +35,8 @@ type Agent struct {
 	sources []namedRunner
 	metrics *metrics.Metrics
 	status  *MemoryStatusReporter
-	report  StatusReporter // Options.StatusReporter's, or nil
+	report  StatusReporter // Options.StatusReporter's, the cluster's status manager, or nil
+	cluster clusterParts   // what Options.Cluster adds
 	syncer  *syncer
 
 	started atomic.Bool
@@ -81,6 +82,7 @@ func New(opts Options) (*Agent, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	opts = opts.withCluster()
 	a := &Agent{
 		opts:    opts,
 		log:     opts.Logger,
@@ -133,6 +135,12 @@ func New(opts Options) (*Agent, error) {
 		return nil, a.cleanup(fmt.Errorf("agent: pod workers: %w", err))
 	}
 	a.status = NewMemoryStatusReporter(a.workers)
+	if opts.Cluster != nil {
+		if err := a.newCluster(); err != nil {
+			return nil, a.cleanup(fmt.Errorf("agent: cluster: %w", err))
+		}
+		opts = a.opts // newCluster fills MirrorClient, NodeIPs, Recorder
+	}
 	if opts.StatusReporter != nil {
 		if a.report, err = opts.StatusReporter(a.workers); err != nil {
 			return nil, a.cleanup(fmt.Errorf("agent: status reporter: %w", err))
@@ -225,6 +233,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	run("relister", a.relist.Run)
 	for _, s := range a.sources {
 		run("source "+s.name, s.r.Run)
+	}
+	for _, r := range a.clusterRunners() {
+		run(r.name, r.r.Run)
 	}
 	run("sync loop", a.syncLoop)
 	<-ctx.Done()

@@ -71,13 +71,25 @@
 // lastTransitionTime stay put while nothing changes. Options.NodeIPs gives
 // the hostIPs. Statuses go to a StatusReporter. The agent always keeps them in a
 // MemoryStatusReporter (Agent.StatusReporter), and also hands them to
-// the one Options.StatusReporter builds, for example an APIStatusReporter,
-// which writes them to the API server (a static pod's through its mirror pod)
-// and deletes a pod being deleted only once it has finished. Every reporter
-// must keep the rule
-// that a terminal phase is never published while the pod could still have
+// the cluster's status manager (Options.Cluster) or to the reporter
+// Options.StatusReporter builds. Every reporter must keep the rule that a
+// terminal phase is never published while the pod could still have
 // running containers (MergeStatus). Unlike the kubelet (kubernetes#116484),
 // a terminated static pod gets a terminal phase too.
+//
+// # A node of a cluster
+//
+// With Options.Cluster the agent is a node of a Kubernetes cluster, with a
+// kubelet's credentials and rights: agent/node registers (or adopts) the
+// Node, renews its Lease every 10 s and reports its status (Ready from the
+// runtime); the API source runs the pods bound to the node; mirror pods
+// are created for static pods; agent/status writes pod statuses in the
+// background (one PATCH each, coalesced, never blocking a pod worker,
+// dropping pods the API says are gone) and deletes a pod being deleted
+// once it finished; agent/events records the kubelet's events (Started,
+// Killing, BackOff, FailedSync from the agent; the runtime may add its
+// own with the same recorder, Agent.EventRecorder). The Node's InternalIP
+// becomes the pods' hostIP.
 //
 // # Ownership
 //
@@ -90,6 +102,6 @@
 //
 // # Limits
 //
-// No probes, volumes, init containers, resource management, eviction or
-// events: pod lifecycle only.
+// No volumes, resource management or eviction; probes are not wired in
+// yet (runtime/prober runs them alone).
 package agent

@@ -162,6 +162,15 @@ func (a *Agent) handleRuntimeEvent(ev runtime.PodEvent) {
 		return
 	}
 	a.log.V(4).Info("runtime event", "pod", podRef(pod), "podUID", pod.UID, "event", ev.Type)
+	if ev.Type == runtime.ContainerStarted && a.opts.Recorder != nil {
+		if st, err := a.cache.Get(pod.UID); err == nil && st != nil {
+			for _, cs := range st.ContainerStatuses {
+				if cs.ID.ID == ev.ContainerID {
+					a.event(pod, v1.EventTypeNormal, eventStarted, "Started container %s", cs.Name)
+				}
+			}
+		}
+	}
 	_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
 	a.workers.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: pod, MirrorPod: mirror})
 }

@@ -377,6 +377,7 @@ func (a *Agent) forgetFinished(workingPods map[types.UID]podworker.PodWorkerSync
 	for _, uid := range gone {
 		a.cache.Delete(uid)
 		a.status.Delete(uid)
+		a.forgetStatus(uid)
 	}
 }
 

@@ -74,6 +74,11 @@ type Options struct {
 	// reason and never reaches a pod worker. Default: every pod is admitted.
 	AdmitHandlers []AdmitHandler
 
+	// Cluster makes the agent a node of a Kubernetes cluster: the Node and
+	// its Lease, the pods bound to the node, mirror pods, statuses written
+	// in the background, events (see Cluster). Default nil: no API server.
+	Cluster *Cluster
+
 	// MirrorClient creates and deletes the mirror pods of static pods in the
 	// API server (podmanager/kubemirror). Default nil: no mirror pods.
 	MirrorClient podmanager.MirrorClient
@@ -203,6 +208,7 @@ func (o Options) validate() error {
 			errs = append(errs, fmt.Errorf("AdmitHandlers[%d] is nil", i))
 		}
 	}
+	errs = append(errs, o.validateCluster()...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("agent: invalid options: %w", err)
 	}

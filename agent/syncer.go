@@ -60,9 +60,9 @@ func (s *syncer) SyncPod(ctx context.Context, updateType podworker.SyncPodType, 
 		err = a.resyncWithFreshStatus(ctx, pod, err)
 	}
 	if err != nil {
-		if !errors.Is(err, runtime.ErrBackOff) {
-			// A back-off is the runtime's own event (BackOff); anything
-			// else is the kubelet's FailedSync.
+		if errors.Is(err, runtime.ErrBackOff) {
+			a.event(pod, v1.EventTypeWarning, eventBackOff, "Back-off restarting failed container: %v", err)
+		} else {
 			a.event(pod, v1.EventTypeWarning, eventFailedSync, "error syncing pod: %v", err)
 		}
 		return false, fmt.Errorf("sync pod %s: %w", podRef(pod), err)
@@ -70,9 +70,16 @@ func (s *syncer) SyncPod(ctx context.Context, updateType podworker.SyncPodType, 
 	return false, nil
 }
 
-// Event reasons the agent records, as the kubelet names them.
+// Event reasons the agent records, as the kubelet names them. The agent
+// records what it sees: a container found running by the relister
+// (Started), containers it stops (Killing), a restart the runtime deferred
+// (BackOff) and a failed sync (FailedSync). Pulling, Pulled and Created
+// are the runtime's to record.
 const (
 	eventFailedSync = "FailedSync"
+	eventStarted    = "Started"
+	eventKilling    = "Killing"
+	eventBackOff    = "BackOff"
 )
 
 // event records an event about pod, when the agent has a Recorder.
@@ -107,6 +114,13 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 		gp = *gracePeriod
 	}
 	a.log.V(2).Info("pod terminating", "pod", podRef(pod), "podUID", pod.UID, "gracePeriod", gp)
+	if podStatus != nil && a.opts.Recorder != nil {
+		for _, cs := range podStatus.ContainerStatuses {
+			if cs.State == runtime.ContainerStateRunning {
+				a.event(pod, v1.EventTypeNormal, eventKilling, "Stopping container %s", cs.Name)
+			}
+		}
+	}
 	if err := a.rt.KillPod(ctx, pod, nil, gracePeriod); err != nil {
 		return fmt.Errorf("kill pod %s: %w", podRef(pod), err)
 	}

@@ -1,113 +1,100 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"time"
 
-	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	kubeconfigv1 "k8s.io/client-go/tools/clientcmd/api/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/podlife/podlife/agent"
-	"github.com/podlife/podlife/podmanager"
-	"github.com/podlife/podlife/podmanager/kubemirror"
-	"github.com/podlife/podlife/podmanager/source"
+	"github.com/podlife/podlife/agent/node"
+	"github.com/podlife/podlife/agent/status"
 )
 
-// errKubeconfig wraps every problem with the kubeconfig file.
-var errKubeconfig = errors.New("kubeconfig")
-
-// loadKubeconfig reads the current context of a kubeconfig file into a
-// rest.Config. It understands servers, CA and client certificates (files
-// or inline data), tokens (inline or file), basic auth and
-// insecure-skip-tls-verify; exec and auth-provider plugins are not supported
-// (this example avoids client-go's clientcmd and its dependencies).
-func loadKubeconfig(path string) (*rest.Config, error) {
-	data, err := os.ReadFile(path)
+// clusterClients loads the kubeconfig (clientcmd: contexts, exec plugins,
+// certificate files; in-cluster config without a file), with the kubelet's
+// client settings and qps/burst when positive, and builds the agent's
+// client (its requests counted in reg) and a separate events client, as
+// the kubelet has. It checks, once, that the credentials may do a node's
+// work: every problem is one error naming the file and the cause.
+func clusterClients(ctx context.Context, kubeconfig, nodeName string, qps float32, burst int, reg prometheus.Registerer) (client, events kubernetes.Interface, host string, err error) {
+	where := kubeconfig
+	if where == "" {
+		where = "in-cluster config"
+	}
+	cfg, err := node.LoadClientConfig(kubeconfig, qps, burst)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errKubeconfig, err)
+		return nil, nil, "", err
 	}
-	var kc kubeconfigv1.Config
-	if err := yaml.Unmarshal(data, &kc); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", errKubeconfig, path, err)
+	counted, err := status.InstrumentConfig(cfg, reg, "")
+	if err != nil {
+		return nil, nil, "", err
 	}
-	ctxName := kc.CurrentContext
-	if ctxName == "" && len(kc.Contexts) == 1 {
-		ctxName = kc.Contexts[0].Name
+	if client, err = kubernetes.NewForConfig(counted); err != nil {
+		return nil, nil, "", fmt.Errorf("%s: %w", where, err)
 	}
-	var kctx *kubeconfigv1.Context
-	for i := range kc.Contexts {
-		if kc.Contexts[i].Name == ctxName {
-			kctx = &kc.Contexts[i].Context
-		}
+	ecfg := rest.CopyConfig(cfg) // the kubelet's events client: its own limits
+	if events, err = kubernetes.NewForConfig(ecfg); err != nil {
+		return nil, nil, "", fmt.Errorf("%s: %w", where, err)
 	}
-	if kctx == nil {
-		return nil, fmt.Errorf("%w: %s: no context %q", errKubeconfig, path, ctxName)
+	if err := checkNodeRights(ctx, client, nodeName); err != nil {
+		return nil, nil, "", fmt.Errorf("%s (%s): %w", where, cfg.Host, err)
 	}
-	var cluster *kubeconfigv1.Cluster
-	for i := range kc.Clusters {
-		if kc.Clusters[i].Name == kctx.Cluster {
-			cluster = &kc.Clusters[i].Cluster
-		}
-	}
-	if cluster == nil || cluster.Server == "" {
-		return nil, fmt.Errorf("%w: %s: context %q has no cluster with a server", errKubeconfig, path, ctxName)
-	}
-	var user kubeconfigv1.AuthInfo
-	for i := range kc.AuthInfos {
-		if kc.AuthInfos[i].Name == kctx.AuthInfo {
-			user = kc.AuthInfos[i].AuthInfo
-		}
-	}
-	if user.Exec != nil || user.AuthProvider != nil {
-		return nil, fmt.Errorf("%w: %s: exec and auth-provider credentials are not supported by this example", errKubeconfig, path)
-	}
-	dir := filepath.Dir(path)
-	abs := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(dir, p)
-	}
-	return &rest.Config{
-		Host:            cluster.Server,
-		BearerToken:     user.Token,
-		BearerTokenFile: abs(user.TokenFile),
-		Username:        user.Username,
-		Password:        user.Password,
-		TLSClientConfig: rest.TLSClientConfig{
-			Insecure:   cluster.InsecureSkipTLSVerify,
-			ServerName: cluster.TLSServerName,
-			CAFile:     abs(cluster.CertificateAuthority),
-			CAData:     cluster.CertificateAuthorityData,
-			CertFile:   abs(user.ClientCertificate),
-			CertData:   user.ClientCertificateData,
-			KeyFile:    abs(user.ClientKey),
-			KeyData:    user.ClientKeyData,
-		},
-		UserAgent: "podlife-nodeagent",
-	}, nil
+	return client, events, cfg.Host, nil
 }
 
-// withAPIServer adds what an API server gives an agent: mirror pods for its
-// static pods, the pods bound to the node (an "api" source), and statuses
-// written to the API (a static pod's through its mirror pod). The Node
-// object must exist: mirror pods are owned by it.
-func withAPIServer(opts *agent.Options, client kubernetes.Interface, log logr.Logger) error {
-	mirrors, err := kubemirror.New(client, kubemirror.Options{NodeName: opts.NodeName, Logger: log.WithName("mirror")})
-	if err != nil {
-		return err
-	}
-	opts.MirrorClient = mirrors
-	opts.Sources = append(opts.Sources, agent.Source{Name: podmanager.APISource, New: func(sink source.Sink) (agent.Runner, error) {
-		return source.NewAPI(sink, source.APIOptions{Client: client, NodeName: opts.NodeName, Logger: log.WithName("api"), OnError: opts.OnSourceError})
-	}})
-	opts.StatusReporter = func(pods agent.PodStateProvider) (agent.StatusReporter, error) {
-		return agent.NewAPIStatusReporter(pods, agent.APIStatusReporterOptions{Client: client, Logger: log.WithName("status")})
+// checkNodeRights asks the API server whether the credentials may create
+// the Node and list the pods bound to it. An unreachable server is not an
+// error here: the agent runs its pods and retries the API in the
+// background.
+func checkNodeRights(ctx context.Context, client kubernetes.Interface, nodeName string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, attr := range []authorizationv1.ResourceAttributes{
+		{Verb: "create", Resource: "nodes", Name: nodeName},
+		// The Node authorizer lets a node list only its own pods.
+		{Verb: "list", Resource: "pods", FieldSelector: &authorizationv1.FieldSelectorAttributes{RawSelector: "spec.nodeName=" + nodeName}},
+		{Verb: "patch", Resource: "pods", Subresource: "status"},
+	} {
+		r, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+			&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attr}}, metav1.CreateOptions{})
+		if err != nil {
+			if isUnreachable(err) {
+				return nil
+			}
+			return fmt.Errorf("check rights: %w", err)
+		}
+		if !r.Status.Allowed {
+			return fmt.Errorf("the credentials may not %s %s%s (a node's credentials, user system:node:%s, are needed): %s",
+				attr.Verb, attr.Resource, subresource(attr.Subresource), nodeName, r.Status.Reason)
+		}
 	}
 	return nil
+}
+
+func subresource(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "/" + s
+}
+
+// isUnreachable reports whether err means that no API server answered
+// (no Status in the error).
+func isUnreachable(err error) bool {
+	var st apierrors.APIStatus
+	return !errors.As(err, &st)
+}
+
+// withCluster makes the agent a node of the cluster: Node and Lease, the
+// pods bound to the node, mirror pods, statuses, events.
+func withCluster(opts *agent.Options, client, events kubernetes.Interface) {
+	opts.Cluster = &agent.Cluster{Client: client, EventClient: events}
 }

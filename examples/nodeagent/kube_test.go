@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,41 +22,20 @@ import (
 	"github.com/podlife/podlife/podworker/podworkertest"
 )
 
-func TestLoadKubeconfig(t *testing.T) {
+// A kubeconfig that does not parse, points nowhere or lacks rights is one
+// clear error at start-up that names the file and the cause.
+func TestClusterClientsErrors(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(path, []byte(`apiVersion: v1
-kind: Config
-current-context: edge
-clusters:
-- name: c
-  cluster:
-    server: https://10.0.0.1:6443
-    certificate-authority: ca.crt
-contexts:
-- name: other
-  context: {cluster: nope, user: nope}
-- name: edge
-  context: {cluster: c, user: u}
-users:
-- name: u
-  user:
-    token: secret
-`), 0o600); err != nil {
+	bad := filepath.Join(dir, "bad.kubeconfig")
+	if err := os.WriteFile(bad, []byte("apiVersion: v1\nkind: Config\nclusters: [not: valid\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadKubeconfig(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Host != "https://10.0.0.1:6443" || cfg.BearerToken != "secret" || cfg.TLSClientConfig.CAFile != filepath.Join(dir, "ca.crt") {
-		t.Errorf("config: host %q token %q ca %q", cfg.Host, cfg.BearerToken, cfg.TLSClientConfig.CAFile)
-	}
-	if err := os.WriteFile(path, []byte("current-context: x\ncontexts: []\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := loadKubeconfig(path); !errors.Is(err, errKubeconfig) {
-		t.Errorf("no context: %v, want errKubeconfig", err)
+	missing := filepath.Join(dir, "missing.kubeconfig")
+	for _, path := range []string{bad, missing} {
+		_, _, _, err := clusterClients(context.Background(), path, "n1", 50, 100, prometheus.NewRegistry())
+		if err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: err = %v, want an error naming the file", path, err)
+		}
 	}
 }
 
@@ -84,9 +64,7 @@ func TestAPIServer(t *testing.T) {
 	}
 	opts := agent.Options{Runtime: rt, NodeName: "edge", ManifestPath: dir, Logger: testr.New(t),
 		RelistInterval: 50 * time.Millisecond, HousekeepingInterval: 100 * time.Millisecond}
-	if err := withAPIServer(&opts, client, testr.New(t)); err != nil {
-		t.Fatal(err)
-	}
+	withCluster(&opts, client, client)
 	a, err := agent.New(opts)
 	if err != nil {
 		t.Fatal(err)

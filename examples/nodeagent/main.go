@@ -36,8 +36,12 @@ type config struct {
 	listen      string
 	nodeName    string
 	kubeconfig  string
-	demo        bool
-	verbosity   int
+	inCluster   bool
+	// kubeAPIQPS and kubeAPIBurst are the API client's limits.
+	kubeAPIQPS   float32
+	kubeAPIBurst int
+	demo         bool
+	verbosity    int
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -48,16 +52,27 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.criEndpoint, "cri-endpoint", "", `CRI runtime socket, e.g. unix:///run/containerd/containerd.sock (default: an embedded fakecri runtime)`)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:10255", "address of the /metrics, /healthz and /debug/pods server")
 	fs.StringVar(&c.nodeName, "node-name", "podlife-node", "node name; static pods are named <name>-<node-name>")
-	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of an API server: mirror pods for static pods, the pods bound to --node-name, statuses written to the API (the Node must exist)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials (user system:node:<node-name>): join the cluster as node --node-name (Node and Lease, the pods bound to it, mirror pods, statuses, events)")
+	fs.BoolVar(&c.inCluster, "in-cluster", false, "join the cluster with the in-cluster configuration of the pod the agent runs in (instead of --kubeconfig)")
+	var qps float64
+	fs.Float64Var(&qps, "kube-api-qps", 50, "queries per second to the API server (the kubelet's default)")
+	fs.IntVar(&c.kubeAPIBurst, "kube-api-burst", 100, "burst of queries to the API server (the kubelet's default)")
 	fs.BoolVar(&c.demo, "demo", false, "run the demo story on the embedded runtime, print what happened and exit (0 when every check held)")
 	fs.IntVar(&c.verbosity, "v", 2, "log verbosity: 0 errors and notable events, 2 pod lifecycle transitions, 4 every update")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	c.kubeAPIQPS = float32(qps)
+	if qps <= 0 || c.kubeAPIBurst <= 0 {
+		return c, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", qps, c.kubeAPIBurst)
+	}
+	if c.inCluster && c.kubeconfig != "" {
+		return c, errors.New("--in-cluster and --kubeconfig exclude each other")
+	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if c.demo && c.kubeconfig != "" {
+	if c.demo && (c.kubeconfig != "" || c.inCluster) {
 		return c, errors.New("--demo runs without an API server; it cannot run with --kubeconfig")
 	}
 	if c.demo && c.criEndpoint != "" {

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/podlife/podlife/agent"
 	"github.com/podlife/podlife/runtime"
@@ -76,19 +75,13 @@ func serve(ctx context.Context, c config, log logr.Logger) error {
 		Registerer:   reg,
 		Logger:       log.WithName("agent"),
 	}
-	if c.kubeconfig != "" {
-		cfg, err := loadKubeconfig(c.kubeconfig)
+	if c.kubeconfig != "" || c.inCluster {
+		client, events, host, err := clusterClients(ctx, c.kubeconfig, c.nodeName, c.kubeAPIQPS, c.kubeAPIBurst, reg)
 		if err != nil {
 			return err
 		}
-		client, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return fmt.Errorf("%w: %w", errKubeconfig, err)
-		}
-		if err := withAPIServer(&opts, client, log); err != nil {
-			return err
-		}
-		log.Info("using an API server", "server", cfg.Host, "node", c.nodeName)
+		withCluster(&opts, client, events)
+		log.Info("joining a cluster", "server", host, "node", c.nodeName, "qps", c.kubeAPIQPS, "burst", c.kubeAPIBurst)
 	}
 	a, err := agent.New(opts)
 	if err != nil {

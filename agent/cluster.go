@@ -1,0 +1,211 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podlife/podlife/agent/events"
+	"github.com/podlife/podlife/agent/node"
+	"github.com/podlife/podlife/agent/status"
+	"github.com/podlife/podlife/podmanager"
+	"github.com/podlife/podlife/podmanager/kubemirror"
+	"github.com/podlife/podlife/podmanager/source"
+)
+
+// Cluster makes an agent a node of a Kubernetes cluster (Options.Cluster),
+// as a kubelet is: it registers the Node and keeps its Lease and status
+// (package agent/node), runs the pods bound to the node (an API pod
+// source), creates the mirror pods of its static pods (podmanager/kubemirror),
+// writes pod statuses in the background and deletes finished pods (package
+// agent/status), and records events (package agent/events).
+type Cluster struct {
+	// Client talks to the API server with the node's own credentials (user
+	// system:node:NAME; see node.LoadClientConfig for the kubelet's client
+	// settings). Required.
+	Client kubernetes.Interface
+	// EventClient sends the events. Default: Client. The kubelet gives
+	// events a client of their own, so that they never use the share of
+	// the status writes.
+	EventClient kubernetes.Interface
+
+	// Labels and Taints are set on the Node at registration
+	// (node.Options.Labels and Taints).
+	Labels map[string]string
+	Taints []v1.Taint
+	// Node configures the Node further. Client, NodeName, Runtime, Labels,
+	// Taints, Logger, Clock and Registerer are the agent's unless set here.
+	Node node.Options
+	// SkipNode leaves the Node and its Lease to the embedding program (a
+	// virtual-kubelet-style agent that keeps its own); the agent then
+	// neither registers nor reports it.
+	SkipNode bool
+
+	// Status configures the status manager further. Client, PodStates,
+	// Pods, Logger, Clock and Registerer are the agent's unless set here.
+	Status status.Options
+}
+
+// clusterParts are what Options.Cluster adds to an agent.
+type clusterParts struct {
+	node   *node.Controller // nil with SkipNode
+	status *status.Manager
+	events *events.Recorder // nil when Options.Recorder was given
+}
+
+// validateCluster rejects options that cannot go with Options.Cluster.
+func (o Options) validateCluster() []error {
+	c := o.Cluster
+	if c == nil {
+		return nil
+	}
+	var errs []error
+	if c.Client == nil {
+		errs = append(errs, errors.New("Cluster.Client is required"))
+	}
+	if o.StatusReporter != nil {
+		errs = append(errs, errors.New("Cluster and StatusReporter exclude each other: the cluster's status manager reports statuses"))
+	}
+	for i, s := range o.Sources {
+		if s.Name == podmanager.APISource {
+			errs = append(errs, fmt.Errorf("Sources[%d]: Cluster adds the %q source itself", i, podmanager.APISource))
+		}
+	}
+	return errs
+}
+
+// withCluster adds the API source and the mirror client of Options.Cluster
+// to opts, before the agent builds its sources.
+func (o Options) withCluster() Options {
+	c := o.Cluster
+	if c == nil {
+		return o
+	}
+	client, name, log, onError := c.Client, o.NodeName, o.Logger, o.OnSourceError
+	o.Sources = append(append([]Source(nil), o.Sources...), Source{Name: podmanager.APISource, New: func(sink source.Sink) (Runner, error) {
+		return source.NewAPI(sink, source.APIOptions{Client: client, NodeName: name, Logger: log.WithName("api"), OnError: onError})
+	}})
+	return o
+}
+
+// newCluster builds the parts of Options.Cluster; a.workers and a.pods
+// exist already.
+func (a *Agent) newCluster() error {
+	c, opts := a.opts.Cluster, a.opts
+	if a.opts.MirrorClient == nil {
+		m, err := kubemirror.New(c.Client, kubemirror.Options{NodeName: opts.NodeName, Logger: opts.Logger.WithName("mirror")})
+		if err != nil {
+			return err
+		}
+		a.opts.MirrorClient = m
+	}
+	so := c.Status
+	if so.Client == nil {
+		so.Client = c.Client
+	}
+	if so.PodStates == nil {
+		so.PodStates = a.workers
+	}
+	if so.Pods == nil {
+		so.Pods = a.pods
+	}
+	if so.Logger.GetSink() == nil {
+		so.Logger = opts.Logger.WithName("status")
+	}
+	if so.Clock == nil {
+		so.Clock = opts.Clock
+	}
+	if so.Registerer == nil {
+		so.Registerer, so.MetricsNamespace = opts.Registerer, opts.MetricsNamespace
+	}
+	mgr, err := status.New(so)
+	if err != nil {
+		return fmt.Errorf("status manager: %w", err)
+	}
+	a.cluster.status, a.report = mgr, mgr
+
+	if !c.SkipNode {
+		no := c.Node
+		if no.Client == nil {
+			no.Client = c.Client
+		}
+		if no.NodeName == "" {
+			no.NodeName = opts.NodeName
+		}
+		if no.Runtime == nil {
+			no.Runtime = opts.Runtime
+		}
+		if no.Labels == nil {
+			no.Labels = c.Labels
+		}
+		if no.Taints == nil {
+			no.Taints = c.Taints
+		}
+		if no.Logger.GetSink() == nil {
+			no.Logger = opts.Logger.WithName("node")
+		}
+		if no.Clock == nil {
+			no.Clock = opts.Clock
+		}
+		if no.Registerer == nil {
+			no.Registerer = opts.Registerer
+		}
+		if a.cluster.node, err = node.New(no); err != nil {
+			return err
+		}
+		if a.opts.NodeIPs == nil {
+			a.opts.NodeIPs = a.cluster.node.NodeIPs
+		}
+	}
+
+	if a.opts.Recorder == nil {
+		ec := c.EventClient
+		if ec == nil {
+			ec = c.Client
+		}
+		rec, err := events.New(events.Options{Client: ec, NodeName: opts.NodeName, Clock: opts.Clock,
+			Logger: opts.Logger.WithName("events"), Registerer: opts.Registerer})
+		if err != nil {
+			return err
+		}
+		a.cluster.events, a.opts.Recorder = rec, rec
+	}
+	return nil
+}
+
+// clusterRunners are the parts of Options.Cluster that Run runs.
+func (a *Agent) clusterRunners() []namedRunner {
+	var rs []namedRunner
+	if a.cluster.node != nil {
+		rs = append(rs, namedRunner{"node", a.cluster.node})
+	}
+	if a.cluster.status != nil {
+		rs = append(rs, namedRunner{"status manager", a.cluster.status})
+	}
+	if a.cluster.events != nil {
+		rs = append(rs, namedRunner{"events", a.cluster.events})
+	}
+	return rs
+}
+
+// forgetStatus tells the status manager that the agent forgot a pod.
+func (a *Agent) forgetStatus(uid types.UID) {
+	if a.cluster.status != nil {
+		a.cluster.status.Forget(uid)
+	}
+}
+
+// Node returns the cluster's node controller (Options.Cluster), or nil.
+func (a *Agent) Node() *node.Controller { return a.cluster.node }
+
+// StatusManager returns the cluster's status manager (Options.Cluster), or
+// nil.
+func (a *Agent) StatusManager() *status.Manager { return a.cluster.status }
+
+// EventRecorder returns the events recorder the agent made for
+// Options.Cluster (give it to the runtime, cri.Options.Recorder), or nil
+// when Options.Recorder was given or there is no cluster.
+func (a *Agent) EventRecorder() *events.Recorder { return a.cluster.events }

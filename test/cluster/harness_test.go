@@ -49,7 +49,7 @@ type testNode struct {
 
 // newNode makes the runtime of node name; the Node and its Lease are
 // deleted when the test ends.
-func newNode(t *testing.T, api *apitest.API, name string, labels map[string]string) *testNode {
+func newNode(t testing.TB, api *apitest.API, name string, labels map[string]string) *testNode {
 	t.Helper()
 	api.DeleteNode(name) // a previous test's leftovers
 	api.DeleteNodeAtCleanup(t, name)
@@ -121,7 +121,7 @@ func (n *testNode) stop(t *testing.T) {
 }
 
 // waitReady waits for the node's Ready condition to be True in the API.
-func waitReady(t *testing.T, api *apitest.API, name string, timeout time.Duration) *v1.Node {
+func waitReady(t testing.TB, api *apitest.API, name string, timeout time.Duration) *v1.Node {
 	t.Helper()
 	var node *v1.Node
 	api.Eventually(t, timeout, "node "+name+" Ready", func() (bool, error) {

@@ -1,0 +1,205 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/agent/node"
+	"github.com/podlife/podlife/agent/status"
+	"github.com/podlife/podlife/test/apitest"
+)
+
+// BenchmarkBoundPods creates N pods bound to one podlife node at once,
+// waits until every one is Running and Ready in the API, deletes them all
+// at once (grace 2 s) and waits until every one is gone, as the
+// "300 pods" rows of docs/benchmarks.md. The agent runs in this process
+// on fakecri with the node's credentials at the kubelet's client limits
+// (QPS 50, burst 100); times are observed through a watch.
+//
+//	PODLIFE_API_DIR=/tmp/podlife-api go test ./test/cluster -run XXX -bench BoundPods -benchtime 1x
+func BenchmarkBoundPods(b *testing.B) {
+	for _, n := range []int{100, 300, 1000} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			for range b.N {
+				benchBoundPods(b, n)
+			}
+		})
+	}
+}
+
+func benchBoundPods(b *testing.B, n int) {
+	api := apitest.New(b)
+	const name = "bench-1"
+	ns := api.Namespace(b)
+
+	// The agent, its requests counted.
+	cfg, err := node.LoadClientConfig(api.NodeKubeconfig(b, name), 0, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	counted, err := status.InstrumentConfig(cfg, reg, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(counted)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Events on a client of their own, as the kubelet and the nodeagent
+	// do; its requests are counted too.
+	ereg := prometheus.NewRegistry()
+	ecounted, err := status.InstrumentConfig(cfg, ereg, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	eclient, err := kubernetes.NewForConfig(ecounted)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tn := newNode(b, api, name, nil)
+	a, err := agent.New(agent.Options{Runtime: tn.rt, NodeName: name, Cluster: &agent.Cluster{Client: client, EventClient: eclient}, Logger: logr.Discard()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitReady(b, api, name, 60*time.Second)
+
+	// The watch that observes every pod's progress.
+	w, err := api.Admin.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	created, running, gone := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*v1.Pod)
+			if !ok {
+				continue
+			}
+			now := time.Now()
+			mu.Lock()
+			switch {
+			case ev.Type == watch.Added:
+				if _, seen := created[p.Name]; !seen {
+					created[p.Name] = now
+				}
+			case ev.Type == watch.Deleted:
+				gone[p.Name] = now
+			}
+			if _, seen := running[p.Name]; !seen && isRunningReady(p) {
+				running[p.Name] = now
+			}
+			mu.Unlock()
+		}
+	}()
+	count := func(m map[string]time.Time) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(m)
+	}
+	requests := func() float64 {
+		mfs, _ := reg.Gather()
+		emfs, _ := ereg.Gather()
+		var sum float64
+		for _, mf := range append(mfs, emfs...) {
+			if strings.HasSuffix(mf.GetName(), "api_requests_total") {
+				for _, m := range mf.GetMetric() {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+		return sum
+	}
+	admin := adminFast(b, api)
+	reqBefore := requests()
+
+	b.ResetTimer()
+	start := time.Now()
+	if err := each(n, func(i int) error {
+		_, err := admin.CoreV1().Pods(ns).Create(ctx, pod(fmt.Sprintf("p%04d", i), name, 2), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	api.Eventually(b, 10*time.Minute, "all Running", func() (bool, error) { return count(running) == n, nil })
+	allRunning := time.Since(start)
+	delStart := time.Now()
+	if err := each(n, func(i int) error {
+		return admin.CoreV1().Pods(ns).Delete(ctx, fmt.Sprintf("p%04d", i), metav1.DeleteOptions{})
+	}); err != nil {
+		b.Fatal(err)
+	}
+	api.Eventually(b, 10*time.Minute, "all gone", func() (bool, error) { return count(gone) == n, nil })
+	allGone := time.Since(delStart)
+	b.StopTimer()
+
+	mu.Lock()
+	lat := make([]time.Duration, 0, n)
+	for p, r := range running {
+		lat = append(lat, r.Sub(created[p]))
+	}
+	mu.Unlock()
+	slices.Sort(lat)
+	b.ReportMetric(allRunning.Seconds(), "s-all-running")
+	b.ReportMetric(allGone.Seconds(), "s-all-gone")
+	b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "ms-p50-running")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Milliseconds()), "ms-p99-running")
+	b.ReportMetric((requests()-reqBefore)/float64(n), "requests/pod")
+}
+
+// adminFast is an admin client without client-side rate limits, so that
+// the workload is created at once.
+func adminFast(tb testing.TB, api *apitest.API) kubernetes.Interface {
+	cfg := rest.CopyConfig(api.AdminConfig)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// each runs f(0..n-1) on 32 goroutines and returns the first error.
+func each(n int, f func(i int) error) error {
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	next := make(chan int)
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}

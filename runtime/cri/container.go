@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -74,7 +75,7 @@ func (r *Runtime) startCreated(ctx context.Context, id string) error {
 // container that vanished counts as stopped.
 func (r *Runtime) stopContainer(ctx context.Context, id string, gracePeriod int64) error {
 	gracePeriod = max(gracePeriod, MinimumGracePeriod)
-	cctx, cancel := r.callCtx(ctx, time.Duration(gracePeriod)*time.Second)
+	cctx, cancel := r.callCtx(ctx, graceDuration(gracePeriod))
 	defer cancel()
 	_, err := r.rs.StopContainer(cctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: gracePeriod})
 	if err := ignoreNotFound(fromGRPC(err)); err != nil {
@@ -125,4 +126,17 @@ func validatePod(pod *v1.Pod) error {
 		return fmt.Errorf("invalid pod %s: %w", podRef(pod), errors.Join(runtime.ErrInvalidArgument, err))
 	}
 	return nil
+}
+
+// maxGraceSeconds is the longest grace period a time.Duration holds, with
+// an hour to spare for the call's own timeout.
+const maxGraceSeconds = int64(math.MaxInt64/int64(time.Second)) - 3600
+
+// graceDuration converts a grace period in seconds to a duration,
+// saturating: the API server accepts any non-negative int64
+// (terminationGracePeriodSeconds: 9223372036854775807), which multiplied
+// by time.Second would wrap around to a deadline already past. The wait
+// is then bounded by about 292 years, and by the caller's context.
+func graceDuration(seconds int64) time.Duration {
+	return time.Duration(min(seconds, maxGraceSeconds)) * time.Second
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/podlife/podlife/podmanager/source"
 	"github.com/podlife/podlife/podworker"
 	"github.com/podlife/podlife/runtime"
+	"github.com/podlife/podlife/runtime/prober"
 )
 
 // Agent is the pod lifecycle part of a node agent: pod sources, the pod
@@ -35,8 +36,9 @@ type Agent struct {
 	sources []namedRunner
 	metrics *metrics.Metrics
 	status  *MemoryStatusReporter
-	report  StatusReporter // Options.StatusReporter's, the cluster's status manager, or nil
-	cluster clusterParts   // what Options.Cluster adds
+	report  StatusReporter  // Options.StatusReporter's, the cluster's status manager, or nil
+	cluster clusterParts    // what Options.Cluster adds
+	prober  *prober.Manager // nil with Options.DisableProbes
 	syncer  *syncer
 
 	started atomic.Bool
@@ -141,6 +143,11 @@ func New(opts Options) (*Agent, error) {
 		}
 		opts = a.opts // newCluster fills MirrorClient, NodeIPs, Recorder
 	}
+	if !opts.DisableProbes {
+		if err := a.newProber(); err != nil {
+			return nil, a.cleanup(fmt.Errorf("agent: prober: %w", err))
+		}
+	}
 	if opts.StatusReporter != nil {
 		if a.report, err = opts.StatusReporter(a.workers); err != nil {
 			return nil, a.cleanup(fmt.Errorf("agent: status reporter: %w", err))
@@ -233,6 +240,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	run("relister", a.relist.Run)
 	for _, s := range a.sources {
 		run("source "+s.name, s.r.Run)
+	}
+	if a.prober != nil {
+		run("prober", a.prober.Run)
 	}
 	for _, r := range a.clusterRunners() {
 		run(r.name, r.r.Run)

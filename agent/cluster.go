@@ -196,6 +196,9 @@ func (a *Agent) forgetStatus(uid types.UID) {
 	if a.cluster.status != nil {
 		a.cluster.status.Forget(uid)
 	}
+	if a.prober != nil {
+		a.prober.RemovePod(uid)
+	}
 }
 
 // Node returns the cluster's node controller (Options.Cluster), or nil.

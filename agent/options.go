@@ -74,6 +74,14 @@ type Options struct {
 	// reason and never reaches a pod worker. Default: every pod is admitted.
 	AdmitHandlers []AdmitHandler
 
+	// DisableProbes turns the pods' startup, liveness and readiness probes
+	// off (runtime/prober): containers are then started and ready as soon
+	// as they run, and never killed for a failed probe. Default false:
+	// probes run; exec probes need a runtime that can exec (prober.Exec,
+	// as runtime/cri), and liveness kills one that can kill a container
+	// (ContainerKiller).
+	DisableProbes bool
+
 	// Cluster makes the agent a node of a Kubernetes cluster: the Node and
 	// its Lease, the pods bound to the node, mirror pods, statuses written
 	// in the background, events (see Cluster). Default nil: no API server.

@@ -21,5 +21,8 @@ func (a *Agent) generateStatus(pod *v1.Pod, st *runtime.PodStatus, terminal bool
 	if a.opts.NodeIPs != nil {
 		in.NodeIPs = a.opts.NodeIPs()
 	}
+	if a.prober != nil {
+		in.ProbeResult = a.probeResult
+	}
 	return podstatus.Generate(in)
 }

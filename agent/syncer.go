@@ -49,13 +49,27 @@ func (s *syncer) SyncPod(ctx context.Context, updateType podworker.SyncPodType, 
 			log.Error(err, "mirror pod not reconciled")
 		}
 	}
+	a.probeContainers(pod, podStatus)
 	st := a.generateStatus(pod, podStatus, false)
 	a.publishStatus(ctx, pod, mirrorPod, st)
 	if isTerminalPhase(st.Phase) {
 		log.V(2).Info("pod reached a terminal phase", "phase", st.Phase)
 		return true, nil
 	}
-	err := a.rt.SyncPod(ctx, pod, podStatus)
+	killed, err := a.killUnhealthy(ctx, pod)
+	if err != nil {
+		return false, fmt.Errorf("sync pod %s: %w", podRef(pod), err)
+	}
+	if killed {
+		// The status given predates the kill: read it again so that the
+		// runtime restarts what it stopped, by the restart policy.
+		ts := a.clock.Now()
+		if podStatus, err = a.rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
+			return false, fmt.Errorf("sync pod %s: re-read status after a probe kill: %w", podRef(pod), err)
+		}
+		a.cache.Set(pod.UID, podStatus, nil, ts)
+	}
+	err = a.rt.SyncPod(ctx, pod, podStatus)
 	if errors.Is(err, runtime.ErrAlreadyExists) {
 		err = a.resyncWithFreshStatus(ctx, pod, err)
 	}
@@ -80,6 +94,7 @@ const (
 	eventStarted    = "Started"
 	eventKilling    = "Killing"
 	eventBackOff    = "BackOff"
+	eventUnhealthy  = "Unhealthy"
 )
 
 // event records an event about pod, when the agent has a Recorder.
@@ -114,6 +129,11 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 		gp = *gracePeriod
 	}
 	a.log.V(2).Info("pod terminating", "pod", podRef(pod), "podUID", pod.UID, "gracePeriod", gp)
+	if a.prober != nil {
+		// Readiness keeps running (the pod turns not ready); a liveness or
+		// startup failure must not restart what is being stopped.
+		a.prober.StopLivenessAndStartup(pod.UID)
+	}
 	if podStatus != nil && a.opts.Recorder != nil {
 		for _, cs := range podStatus.ContainerStatuses {
 			if cs.State == runtime.ContainerStateRunning {
@@ -192,6 +212,9 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 		a.noteFinished(pod)
 	}
 	a.cache.Delete(pod.UID)
+	if a.prober != nil {
+		a.prober.RemovePod(pod.UID)
+	}
 	a.log.V(2).Info("pod finished", "pod", podRef(pod), "podUID", pod.UID, "phase", st.Phase)
 	return nil
 }

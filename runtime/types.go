@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -21,6 +22,15 @@ func (c ContainerID) String() string {
 		return c.ID
 	}
 	return c.Type + "://" + c.ID
+}
+
+// ParseContainerID reads the "type://id" form of String (a bare ID has no
+// type).
+func ParseContainerID(s string) ContainerID {
+	if t, id, ok := strings.Cut(s, "://"); ok {
+		return ContainerID{Type: t, ID: id}
+	}
+	return ContainerID{ID: s}
 }
 
 // IsEmpty reports whether the ID is unset.

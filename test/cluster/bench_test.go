@@ -3,7 +3,11 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -71,16 +75,35 @@ func benchBoundPods(b *testing.B, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tn := newNode(b, api, name, nil)
-	a, err := agent.New(agent.Options{Runtime: tn.rt, NodeName: name, Cluster: &agent.Cluster{Client: client, EventClient: eclient}, Logger: logr.Discard()})
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	waitReady(b, api, name, 60*time.Second)
+	defer cancel()
+	if km := os.Getenv(kubemarkEnv); km != "" {
+		// The kubelet itself: kubemark's hollow node, the kubelet's code on
+		// a fake runtime, with the real kubelet's client limits.
+		api.DeleteNode(name)
+		cmd := exec.CommandContext(ctx, km, "--morph=kubelet", "--name="+name, "--kubeconfig="+api.NodeKubeconfig(b, name),
+			"--kubelet-port=10350", "--kubelet-read-only-port=0", "--use-host-image-service=false",
+			"--kube-api-qps=50", "--kube-api-burst=100", fmt.Sprintf("--max-pods=%d", n+10))
+		logf, err := os.Create(filepath.Join(b.TempDir(), "kubemark.log"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { cancel(); _ = cmd.Wait(); api.DeleteNode(name) }()
+	} else {
+		tn := newNode(b, api, name, nil)
+		a, err := agent.New(agent.Options{Runtime: tn.rt, NodeName: name, Cluster: &agent.Cluster{Client: client, EventClient: eclient}, Logger: logr.Discard()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+	}
+	waitReady(b, api, name, 120*time.Second)
 
 	// The watch that observes every pod's progress.
 	w, err := api.Admin.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
@@ -132,6 +155,7 @@ func benchBoundPods(b *testing.B, n int) {
 	}
 	admin := adminFast(b, api)
 	reqBefore := requests()
+	serverBefore := serverRequests(b, api)
 
 	b.ResetTimer()
 	start := time.Now()
@@ -164,7 +188,37 @@ func benchBoundPods(b *testing.B, n int) {
 	b.ReportMetric(allGone.Seconds(), "s-all-gone")
 	b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "ms-p50-running")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Milliseconds()), "ms-p99-running")
-	b.ReportMetric((requests()-reqBefore)/float64(n), "requests/pod")
+	if os.Getenv(kubemarkEnv) == "" {
+		b.ReportMetric((requests()-reqBefore)/float64(n), "requests/pod")
+	}
+	// Every request the API server served meanwhile, less the workload's
+	// own creates and deletes, per pod: comparable across engines (the
+	// controllers add the same small share to each).
+	b.ReportMetric((serverRequests(b, api)-serverBefore-float64(2*n))/float64(n), "server-requests/pod")
+}
+
+// kubemarkEnv names the kubemark binary that BenchmarkBoundPods runs
+// instead of podlife (see docs/benchmarks.md).
+const kubemarkEnv = "PODLIFE_BENCH_KUBEMARK"
+
+// serverRequests sums the API server's apiserver_request_total.
+func serverRequests(tb testing.TB, api *apitest.API) float64 {
+	tb.Helper()
+	raw, err := api.Admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		tb.Fatalf("API server metrics: %v", err)
+	}
+	var sum float64
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
 }
 
 // adminFast is an admin client without client-side rate limits, so that

@@ -56,7 +56,9 @@ dir=${CRITEST_DIR:-$(mktemp -d /tmp/podlife-critest.XXXXXX)}
 mkdir -p "$dir"
 sock=$dir/fakecri.sock
 (cd "$ROOT" && go build -o "$dir/fakecri" ./examples/fakecri)
-"$dir/fakecri" -socket "$sock" -log "$dir/fakecri.log" &
+# registry.json: what the registry serves for critest's test images (which
+# tags name one image, image users), as a real registry would answer.
+"$dir/fakecri" -socket "$sock" -log "$dir/fakecri.log" -registry "$ROOT/scripts/critest/registry.json" &
 server=$!
 stop_server() {
 	kill "$server" 2>/dev/null || true
@@ -91,7 +93,7 @@ elapsed=$(($(date +%s) - start))
 stop_server
 trap - EXIT
 
-grep -E '^\[(FAIL|TIMEDOUT|PANICKED)\]' "$dir/critest.log" | sort -u >&2 || true
+grep -E '^ *\[(FAIL|TIMEDOUT|PANICKED)\]' "$dir/critest.log" | sort -u >&2 || true
 summary=$(grep -E '^Ran [0-9]+ of [0-9]+ Specs' "$dir/critest.log" | tail -1 || true)
 counts=$(grep -E '[0-9]+ Passed \| [0-9]+ Failed' "$dir/critest.log" | tail -1 || true)
 echo "$summary"

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -16,8 +17,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/podlife/podlife/runtime/fakecri"
@@ -37,6 +38,9 @@ func run(args []string, stderr io.Writer) error {
 	logPath := fs.String("log", "", "log file (default: standard error)")
 	verbosity := fs.Int("v", 0, "log verbosity")
 	images := fs.String("images", "localhost/podlife/pause:1.0", "comma-separated images present at start")
+	registry := fs.String("registry", "", "JSON file: a list of fakecri.RegistryImage, the images pulls resolve to")
+	networkReady := fs.Bool("network-ready", true, "report NetworkReady, as a runtime with a pod network does")
+	pullLatency := fs.Duration("pull-latency", 20*time.Millisecond, "how long a PullImage takes")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -49,8 +53,18 @@ func run(args []string, stderr io.Writer) error {
 		defer f.Close()
 		out = f
 	}
-	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(out, prefix, args) }, funcr.Options{Verbosity: *verbosity})
-	return serve(signalContext(), logger, *socket, strings.Split(*images, ","))
+	opts := fakecri.Options{Images: strings.Split(*images, ","), NetworkReady: *networkReady, PullLatency: *pullLatency}
+	if *registry != "" {
+		b, err := os.ReadFile(*registry)
+		if err != nil {
+			return fmt.Errorf("read registry: %w", err)
+		}
+		if err := json.Unmarshal(b, &opts.Registry); err != nil {
+			return fmt.Errorf("parse registry %s: %w", *registry, err)
+		}
+	}
+	opts.Logger = funcr.New(func(prefix, args string) { fmt.Fprintln(out, prefix, args) }, funcr.Options{Verbosity: *verbosity})
+	return serve(signalContext(), opts, *socket)
 }
 
 func signalContext() context.Context {
@@ -59,8 +73,9 @@ func signalContext() context.Context {
 }
 
 // serve runs a fakecri server on socket until ctx is done.
-func serve(ctx context.Context, logger logr.Logger, socket string, images []string) error {
-	srv := fakecri.New(fakecri.Options{Logger: logger, Images: images})
+func serve(ctx context.Context, opts fakecri.Options, socket string) error {
+	logger := opts.Logger
+	srv := fakecri.New(opts)
 	endpoint, err := srv.StartUnix(socket)
 	if err != nil {
 		return err

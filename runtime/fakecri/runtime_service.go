@@ -129,7 +129,9 @@ func (r *runtimeService) StopPodSandbox(_ context.Context, req *runtimeapi.StopP
 	defer s.mu.Unlock()
 	sb, ok := s.sandboxes[req.GetPodSandboxId()]
 	if !ok {
-		return nil, notFound("sandbox", req.GetPodSandboxId())
+		// Idempotent, as the CRI asks and containerd v2 does: an unknown
+		// sandbox is already stopped (and removed).
+		return &runtimeapi.StopPodSandboxResponse{}, nil
 	}
 	s.stopSandboxLocked(sb)
 	return &runtimeapi.StopPodSandboxResponse{}, nil
@@ -326,8 +328,10 @@ func (r *runtimeService) StopContainer(ctx context.Context, req *runtimeapi.Stop
 	s.mu.Lock()
 	c, ok := s.containers[req.GetContainerId()]
 	if !ok {
+		// Idempotent, as the CRI asks and containerd v2 does: an unknown
+		// container is already stopped (and removed).
 		s.mu.Unlock()
-		return nil, notFound("container", req.GetContainerId())
+		return &runtimeapi.StopContainerResponse{}, nil
 	}
 	s.stopTimes[c.id] = req.GetTimeout()
 	if c.state == runtimeapi.ContainerState_CONTAINER_EXITED {
@@ -391,6 +395,7 @@ func (r *runtimeService) ListContainers(_ context.Context, req *runtimeapi.ListC
 			Metadata:     c.config.GetMetadata(),
 			Image:        c.config.GetImage(),
 			ImageRef:     c.imageRef,
+			ImageId:      c.imageRef,
 			State:        c.state,
 			CreatedAt:    c.createdAt,
 			Labels:       c.config.GetLabels(),
@@ -421,6 +426,7 @@ func (r *runtimeService) ContainerStatus(_ context.Context, req *runtimeapi.Cont
 		ExitCode:    c.exitCode,
 		Image:       proto.Clone(c.config.GetImage()).(*runtimeapi.ImageSpec),
 		ImageRef:    c.imageRef,
+		ImageId:     c.imageRef,
 		Reason:      c.reason,
 		Message:     c.message,
 		Labels:      maps.Clone(c.config.GetLabels()),

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -40,6 +41,9 @@ type container struct {
 	exitCode   int32
 	reason     string
 	message    string
+	// resources are the container's resources: its config's, then the
+	// last UpdateContainerResources'.
+	resources *runtimeapi.ContainerResources
 }
 
 // Container behaviour, chosen by the container's first argument, the same
@@ -229,7 +233,7 @@ func (r *runtimeService) ListPodSandbox(_ context.Context, req *runtimeapi.ListP
 	defer s.mu.Unlock()
 	resp := &runtimeapi.ListPodSandboxResponse{}
 	s.eachSandboxLocked(f, func(sb *sandbox) {
-		if f.GetId() != "" && f.GetId() != sb.id {
+		if f.GetId() != "" && !strings.HasPrefix(sb.id, f.GetId()) {
 			return
 		}
 		if f.GetState() != nil && f.GetState().GetState() != sb.state {
@@ -281,6 +285,9 @@ func (r *runtimeService) CreateContainer(_ context.Context, req *runtimeapi.Crea
 		imageRef:  img.id,
 		state:     runtimeapi.ContainerState_CONTAINER_CREATED,
 		createdAt: s.now(),
+	}
+	if lr := cfg.GetLinux().GetResources(); lr != nil {
+		c.resources = &runtimeapi.ContainerResources{Linux: proto.Clone(lr).(*runtimeapi.LinuxContainerResources)}
 	}
 	s.addContainerLocked(sb, c)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
@@ -375,7 +382,7 @@ func (r *runtimeService) ListContainers(_ context.Context, req *runtimeapi.ListC
 	defer s.mu.Unlock()
 	resp := &runtimeapi.ListContainersResponse{}
 	s.eachContainerLocked(f, func(c *container) {
-		if f.GetId() != "" && f.GetId() != c.id {
+		if f.GetId() != "" && !strings.HasPrefix(c.id, f.GetId()) {
 			return
 		}
 		if f.GetPodSandboxId() != "" && f.GetPodSandboxId() != c.sandboxID {
@@ -431,5 +438,6 @@ func (r *runtimeService) ContainerStatus(_ context.Context, req *runtimeapi.Cont
 		Message:     c.message,
 		Labels:      maps.Clone(c.config.GetLabels()),
 		Annotations: maps.Clone(c.config.GetAnnotations()),
+		Resources:   cloneResources(c.resources),
 	}}, nil
 }

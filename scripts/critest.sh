@@ -14,7 +14,8 @@
 # Environment (all optional):
 #   CRITEST_VERSION  default v1.37.0
 #   CRITEST_CACHE    default /var/cache/podlife-critest
-#   CRITEST_DIR      work folder (socket, logs); default: a fresh temp dir
+#   CRITEST_DIR      work folder (socket, logs), kept; default: a fresh temp
+#                    dir, removed after a passing run
 #   CRITEST_TIMEOUT  Ginkgo's timeout for the whole suite, default 5m
 #   CRITEST_FOCUS    a Ginkgo focus regex (default: every spec)
 #   CRITEST_NOSKIP   1: ignore skip.txt (to see what the skips hide)
@@ -52,7 +53,12 @@ if [ ! -x "$bin/critest" ] || [ ! -x "$bin/crictl" ]; then
 fi
 
 # --- start fakecri --------------------------------------------------------
-dir=${CRITEST_DIR:-$(mktemp -d /tmp/podlife-critest.XXXXXX)}
+dir=${CRITEST_DIR:-}
+keep=1
+if [ -z "$dir" ]; then
+	dir=$(mktemp -d /tmp/podlife-critest.XXXXXX)
+	keep=0 # removed after a passing run, kept for a failing one
+fi
 mkdir -p "$dir"
 sock=$dir/fakecri.sock
 (cd "$ROOT" && go build -o "$dir/fakecri" ./examples/fakecri)
@@ -106,3 +112,4 @@ if [ "$rc" -ne 0 ] || [ -z "$counts" ] || [ "${failed:-1}" != 0 ]; then
 	log "FAILED (exit $rc); logs in $dir"
 	exit 1
 fi
+[ "$keep" = 1 ] || rm -rf "$dir"

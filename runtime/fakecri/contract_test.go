@@ -68,7 +68,7 @@ func TestImageReferencesAreNormalized(t *testing.T) {
 			if len(img.GetRepoDigests()) != 1 || img.GetRepoDigests()[0][:len(tc.digestRepo)+1] != tc.digestRepo+"@" {
 				t.Errorf("repoDigests %v, want one %s@sha256:…", img.GetRepoDigests(), tc.digestRepo)
 			}
-			for _, ref := range []string{tc.tag, id, img.GetRepoDigests()[0]} {
+			for _, ref := range append([]string{tc.tag, id}, img.GetRepoDigests()...) {
 				if got := imageStatus(t, c, ref); got.GetId() != id {
 					t.Errorf("status by %q: %v", ref, got)
 				}
@@ -170,8 +170,8 @@ func TestContainerImageIDsAgree(t *testing.T) {
 	want := imageStatus(t, c, "img").GetId()
 	st, _ := c.ContainerStatus(ctx(t), &runtimeapi.ContainerStatusRequest{ContainerId: id})
 	l, _ := c.ListContainers(ctx(t), &runtimeapi.ListContainersRequest{})
-	if st.GetStatus().GetImageId() != want || l.GetContainers()[0].GetImageId() != want {
-		t.Fatalf("image IDs: status %q, list %q, want %q", st.GetStatus().GetImageId(), l.GetContainers()[0].GetImageId(), want)
+	if len(l.GetContainers()) != 1 || st.GetStatus().GetImageId() != want || l.GetContainers()[0].GetImageId() != want {
+		t.Fatalf("image IDs: status %q, list %v, want %q", st.GetStatus().GetImageId(), l.GetContainers(), want)
 	}
 }
 

@@ -96,6 +96,7 @@ func (r *runtimeService) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncR
 // builtinExec understands the words of the project's local pause image:
 //
 //	echo ARGS   prints ARGS (space separated) and a newline, exits 0
+//	echo -n ARGS  the same without the newline
 //	exit CODE   exits with CODE
 //	hang        never returns: the call ends with DeadlineExceeded at its timeout
 //	true        exits 0
@@ -106,6 +107,9 @@ func (r *runtimeService) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncR
 func (s *Server) builtinExec(ctx context.Context, req ExecRequest) (ExecResult, error) {
 	switch req.Cmd[0] {
 	case "echo":
+		if len(req.Cmd) > 1 && req.Cmd[1] == "-n" {
+			return ExecResult{Stdout: []byte(strings.Join(req.Cmd[2:], " "))}, nil
+		}
 		return ExecResult{Stdout: []byte(strings.Join(req.Cmd[1:], " ") + "\n")}, nil
 	case "exit":
 		code := 0

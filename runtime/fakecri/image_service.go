@@ -2,39 +2,115 @@ package fakecri
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
+	"strconv"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-type image struct {
-	id   string   // "sha256:…"
-	tags []string // references it was pulled or preloaded as
+// RegistryImage describes an image as a registry serves it, so that pulls of
+// its references resolve to one image, as they do on a real runtime. Images
+// that no RegistryImage describes can be pulled too; each reference is then
+// an image of its own.
+type RegistryImage struct {
+	// Refs are the references that serve this image ("registry.k8s.io/pause:3.9",
+	// "k8s.gcr.io/pause:3.9", "busybox" …); normalized as containerd does.
+	Refs []string
+	// ID is the image ID (the digest of its config), "sha256:…". Default:
+	// derived from the first reference.
+	ID string
+	// Digest is the manifest digest, "sha256:…", which RepoDigests name.
+	// Default: derived from the ID.
+	Digest string
+	// User is the image config's user: "UID", "NAME", "UID:GID" or
+	// "NAME:GROUP". ImageStatus reports a numeric UID as Uid and a name as
+	// Username.
+	User string
+	// Size in bytes. Default 1 MiB.
+	Size uint64
 }
 
-// addImageLocked makes ref present; the image ID is derived from ref, so the
-// same name always gets the same ID.
-func (s *Server) addImageLocked(ref string) *image {
-	if img := s.findImageLocked(ref); img != nil {
-		return img
+type image struct {
+	id      string   // "sha256:…"
+	tags    []string // normalized repo:tag references
+	digests []string // normalized repo@digest references
+	digest  string   // manifest digest
+	user    string
+	size    uint64
+}
+
+// resolveLocked finds what a pull of ref fetches: its image ID, manifest
+// digest, user and size.
+func (s *Server) resolveLocked(r imageRef) RegistryImage {
+	for _, ri := range s.opts.Registry {
+		for _, ref := range ri.Refs {
+			if pr := parseImageRef(ref); pr == r || (r.digest != "" && pr.repo == r.repo && r.digest == ri.withDefaults().Digest) {
+				return ri.withDefaults()
+			}
+		}
 	}
-	sum := sha256.Sum256([]byte(ref))
-	id := "sha256:" + hex.EncodeToString(sum[:])
-	img := &image{id: id, tags: []string{ref}}
-	s.images[id] = img
+	ri := RegistryImage{Refs: []string{r.String()}}
+	if r.digest != "" {
+		ri.Digest = r.digest
+		ri.ID = digestOf("config", r.digest)
+	}
+	return ri.withDefaults()
+}
+
+func (ri RegistryImage) withDefaults() RegistryImage {
+	if ri.ID == "" {
+		ri.ID = digestOf("config", parseImageRef(ri.Refs[0]).String())
+	}
+	if ri.Digest == "" {
+		ri.Digest = digestOf("manifest", ri.ID)
+	}
+	if ri.Size == 0 {
+		ri.Size = 1 << 20
+	}
+	return ri
+}
+
+// addImageLocked pulls ref: the image it resolves to becomes present and
+// gains the reference, as a tag (repo:tag) or a digest (repo@digest). Every
+// image also carries repo@digest for each repository it was pulled from, as
+// containerd reports them.
+func (s *Server) addImageLocked(ref string) *image {
+	r := parseImageRef(ref)
+	ri := s.resolveLocked(r)
+	img := s.images[ri.ID]
+	if img == nil {
+		img = &image{id: ri.ID, digest: ri.Digest, user: ri.User, size: ri.Size}
+		s.images[img.id] = img
+	}
+	if r.tag != "" && r.digest == "" && !slices.Contains(img.tags, r.String()) {
+		img.tags = append(img.tags, r.String())
+		slices.Sort(img.tags)
+	}
+	if d := r.repo + "@" + img.digest; !slices.Contains(img.digests, d) {
+		img.digests = append(img.digests, d)
+		slices.Sort(img.digests)
+	}
 	return img
 }
 
+// findImageLocked finds a present image by ID (with or without "sha256:"),
+// tag or digest reference.
 func (s *Server) findImageLocked(ref string) *image {
 	if img, ok := s.images[ref]; ok {
 		return img
 	}
+	if img, ok := s.images["sha256:"+ref]; ok {
+		return img
+	}
+	if ref == "" {
+		return nil
+	}
+	n := parseImageRef(ref).String()
 	for _, img := range s.images {
-		if slices.Contains(img.tags, ref) {
+		if slices.Contains(img.tags, n) || slices.Contains(img.digests, n) {
 			return img
 		}
 	}
@@ -42,7 +118,20 @@ func (s *Server) findImageLocked(ref string) *image {
 }
 
 func (img *image) proto() *runtimeapi.Image {
-	return &runtimeapi.Image{Id: img.id, RepoTags: slices.Clone(img.tags), Size: 1 << 20, Spec: &runtimeapi.ImageSpec{Image: img.id}}
+	p := &runtimeapi.Image{
+		Id:          img.id,
+		RepoTags:    slices.Clone(img.tags),
+		RepoDigests: slices.Clone(img.digests),
+		Size:        img.size,
+		Spec:        &runtimeapi.ImageSpec{Image: img.id},
+	}
+	user, _, _ := strings.Cut(img.user, ":")
+	if uid, err := strconv.ParseInt(user, 10, 64); err == nil {
+		p.Uid = &runtimeapi.Int64Value{Value: uid}
+	} else {
+		p.Username = user
+	}
+	return p
 }
 
 type imageService struct {
@@ -50,27 +139,23 @@ type imageService struct {
 	s *Server
 }
 
+// ListImages lists the present images; a filter lists the one image its
+// reference or ID names.
 func (i *imageService) ListImages(_ context.Context, req *runtimeapi.ListImagesRequest) (*runtimeapi.ListImagesResponse, error) {
 	s := i.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	resp := &runtimeapi.ListImagesResponse{}
-	want := req.GetFilter().GetImage().GetImage()
-	for _, img := range s.images {
-		if want != "" && img.id != want && !slices.Contains(img.tags, want) {
-			continue
+	if want := req.GetFilter().GetImage().GetImage(); want != "" {
+		if img := s.findImageLocked(want); img != nil {
+			resp.Images = append(resp.Images, img.proto())
 		}
+		return resp, nil
+	}
+	for _, img := range s.images {
 		resp.Images = append(resp.Images, img.proto())
 	}
-	slices.SortFunc(resp.Images, func(a, b *runtimeapi.Image) int {
-		if a.Id < b.Id {
-			return -1
-		}
-		if a.Id > b.Id {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(resp.Images, func(a, b *runtimeapi.Image) int { return strings.Compare(a.Id, b.Id) })
 	return resp, nil
 }
 
@@ -87,18 +172,24 @@ func (i *imageService) ImageStatus(_ context.Context, req *runtimeapi.ImageStatu
 	return &runtimeapi.ImageStatusResponse{Image: img.proto()}, nil
 }
 
-// PullImage "pulls" any name.
-func (i *imageService) PullImage(_ context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+// PullImage "pulls" any name, in Options.PullLatency on the server's clock;
+// the client's deadline cuts it short with DeadlineExceeded.
+func (i *imageService) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	ref := req.GetImage().GetImage()
 	if ref == "" {
 		return nil, status.Error(codes.InvalidArgument, "image reference is required")
 	}
 	s := i.s
+	if err := s.wait(ctx, s.opts.PullLatency); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return &runtimeapi.PullImageResponse{ImageRef: s.addImageLocked(ref).id}, nil
 }
 
+// RemoveImage removes the image a reference or ID names, with all its tags
+// and digests, as containerd's CRI does; an absent image is already removed.
 func (i *imageService) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageRequest) (*runtimeapi.RemoveImageResponse, error) {
 	s := i.s
 	s.mu.Lock()

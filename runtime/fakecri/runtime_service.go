@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -40,6 +41,9 @@ type container struct {
 	exitCode   int32
 	reason     string
 	message    string
+	// resources are the container's resources: its config's, then the
+	// last UpdateContainerResources'.
+	resources *runtimeapi.ContainerResources
 }
 
 // Container behaviour, chosen by the container's first argument, the same
@@ -129,7 +133,9 @@ func (r *runtimeService) StopPodSandbox(_ context.Context, req *runtimeapi.StopP
 	defer s.mu.Unlock()
 	sb, ok := s.sandboxes[req.GetPodSandboxId()]
 	if !ok {
-		return nil, notFound("sandbox", req.GetPodSandboxId())
+		// Idempotent, as the CRI asks and containerd v2 does: an unknown
+		// sandbox is already stopped (and removed).
+		return &runtimeapi.StopPodSandboxResponse{}, nil
 	}
 	s.stopSandboxLocked(sb)
 	return &runtimeapi.StopPodSandboxResponse{}, nil
@@ -227,7 +233,7 @@ func (r *runtimeService) ListPodSandbox(_ context.Context, req *runtimeapi.ListP
 	defer s.mu.Unlock()
 	resp := &runtimeapi.ListPodSandboxResponse{}
 	s.eachSandboxLocked(f, func(sb *sandbox) {
-		if f.GetId() != "" && f.GetId() != sb.id {
+		if f.GetId() != "" && !strings.HasPrefix(sb.id, f.GetId()) {
 			return
 		}
 		if f.GetState() != nil && f.GetState().GetState() != sb.state {
@@ -280,6 +286,9 @@ func (r *runtimeService) CreateContainer(_ context.Context, req *runtimeapi.Crea
 		state:     runtimeapi.ContainerState_CONTAINER_CREATED,
 		createdAt: s.now(),
 	}
+	if lr := cfg.GetLinux().GetResources(); lr != nil {
+		c.resources = &runtimeapi.ContainerResources{Linux: proto.Clone(lr).(*runtimeapi.LinuxContainerResources)}
+	}
 	s.addContainerLocked(sb, c)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
@@ -326,8 +335,10 @@ func (r *runtimeService) StopContainer(ctx context.Context, req *runtimeapi.Stop
 	s.mu.Lock()
 	c, ok := s.containers[req.GetContainerId()]
 	if !ok {
+		// Idempotent, as the CRI asks and containerd v2 does: an unknown
+		// container is already stopped (and removed).
 		s.mu.Unlock()
-		return nil, notFound("container", req.GetContainerId())
+		return &runtimeapi.StopContainerResponse{}, nil
 	}
 	s.stopTimes[c.id] = req.GetTimeout()
 	if c.state == runtimeapi.ContainerState_CONTAINER_EXITED {
@@ -371,7 +382,7 @@ func (r *runtimeService) ListContainers(_ context.Context, req *runtimeapi.ListC
 	defer s.mu.Unlock()
 	resp := &runtimeapi.ListContainersResponse{}
 	s.eachContainerLocked(f, func(c *container) {
-		if f.GetId() != "" && f.GetId() != c.id {
+		if f.GetId() != "" && !strings.HasPrefix(c.id, f.GetId()) {
 			return
 		}
 		if f.GetPodSandboxId() != "" && f.GetPodSandboxId() != c.sandboxID {
@@ -391,6 +402,7 @@ func (r *runtimeService) ListContainers(_ context.Context, req *runtimeapi.ListC
 			Metadata:     c.config.GetMetadata(),
 			Image:        c.config.GetImage(),
 			ImageRef:     c.imageRef,
+			ImageId:      c.imageRef,
 			State:        c.state,
 			CreatedAt:    c.createdAt,
 			Labels:       c.config.GetLabels(),
@@ -421,9 +433,11 @@ func (r *runtimeService) ContainerStatus(_ context.Context, req *runtimeapi.Cont
 		ExitCode:    c.exitCode,
 		Image:       proto.Clone(c.config.GetImage()).(*runtimeapi.ImageSpec),
 		ImageRef:    c.imageRef,
+		ImageId:     c.imageRef,
 		Reason:      c.reason,
 		Message:     c.message,
 		Labels:      maps.Clone(c.config.GetLabels()),
 		Annotations: maps.Clone(c.config.GetAnnotations()),
+		Resources:   cloneResources(c.resources),
 	}}, nil
 }

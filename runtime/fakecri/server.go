@@ -33,8 +33,16 @@ type Options struct {
 	RuntimeVersion string
 	// APIVersion reported by Version as the CRI API version. Default "v1".
 	APIVersion string
-	// Images present at start. Any other image can be pulled.
+	// Images present at start (pulled before the server answers). Any
+	// other image can be pulled.
 	Images []string
+	// Registry describes images as a registry serves them, so that their
+	// references (tags in several repositories, digests) resolve to one
+	// image ID with a manifest digest and a user. Other references pull
+	// as images of their own.
+	Registry []RegistryImage
+	// PullLatency is how long a PullImage takes, on Clock. Default 0.
+	PullLatency time.Duration
 	// NetworkReady is the NetworkReady condition Status reports. Default
 	// false, like a runtime without CNI (pods use the node network).
 	NetworkReady bool

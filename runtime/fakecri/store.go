@@ -1,6 +1,8 @@
 package fakecri
 
 import (
+	"strings"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -102,7 +104,7 @@ func (s *Server) removeContainerLocked(c *container) {
 func (s *Server) eachSandboxLocked(f *runtimeapi.PodSandboxFilter, visit func(*sandbox)) {
 	switch {
 	case f.GetId() != "":
-		if sb := s.sandboxes[f.GetId()]; sb != nil {
+		if sb := lookupByPrefix(s.sandboxes, f.GetId()); sb != nil {
 			visit(sb)
 		}
 	case f.GetLabelSelector()[podUIDLabel] != "":
@@ -120,7 +122,7 @@ func (s *Server) eachSandboxLocked(f *runtimeapi.PodSandboxFilter, visit func(*s
 func (s *Server) eachContainerLocked(f *runtimeapi.ContainerFilter, visit func(*container)) {
 	switch {
 	case f.GetId() != "":
-		if c := s.containers[f.GetId()]; c != nil {
+		if c := lookupByPrefix(s.containers, f.GetId()); c != nil {
 			visit(c)
 		}
 	case f.GetPodSandboxId() != "":
@@ -138,4 +140,23 @@ func (s *Server) eachContainerLocked(f *runtimeapi.ContainerFilter, visit func(*
 			visit(c)
 		}
 	}
+}
+
+// lookupByPrefix finds the object whose ID is id or, as containerd's ID
+// index does, the only one whose ID starts with id. An ambiguous prefix
+// finds nothing.
+func lookupByPrefix[T any](m map[string]*T, id string) *T {
+	if v, ok := m[id]; ok {
+		return v
+	}
+	var found *T
+	for k, v := range m {
+		if strings.HasPrefix(k, id) {
+			if found != nil {
+				return nil
+			}
+			found = v
+		}
+	}
+	return found
 }

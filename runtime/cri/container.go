@@ -107,11 +107,16 @@ func validatePod(pod *v1.Pod) error {
 	if len(pod.Spec.Containers) == 0 {
 		errs = append(errs, errors.New("no containers"))
 	}
-	if len(pod.Spec.InitContainers) > 0 || len(pod.Spec.EphemeralContainers) > 0 {
-		errs = append(errs, fmt.Errorf("init and ephemeral containers are not supported: %w", runtime.ErrUnimplemented))
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		errs = append(errs, fmt.Errorf("spec.ephemeralContainers: not supported by podlife's CRI adapter: %w", runtime.ErrUnimplemented))
+	}
+	for i, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy != v1.ContainerRestartPolicyAlways {
+			errs = append(errs, fmt.Errorf("spec.initContainers[%d].restartPolicy: only Always (a sidecar) is allowed, got %q", i, *c.RestartPolicy))
+		}
 	}
 	seen := map[string]bool{}
-	for i, c := range pod.Spec.Containers {
+	for i, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		switch {
 		case c.Name == "":
 			errs = append(errs, fmt.Errorf("container #%d has no name", i))

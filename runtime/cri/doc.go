@@ -46,6 +46,20 @@
 // clock) reported as runtime.ErrBackOff. A running container whose spec
 // changed (its recorded io.kubernetes.container.hash differs from
 // runtime.HashContainer of the spec, as after an image change) is replaced.
-// It keeps the newest dead instance of each container and removes older ones. Init and ephemeral containers,
-// probes, lifecycle hooks, volumes, ports and resources are not implemented.
+// It keeps the newest dead instance of each container and removes older ones.
+//
+// Init containers run first, in order, each to success before the next;
+// a failed one is restarted with the back-off, or, under restartPolicy
+// Never, fails the pod (nothing more starts; the agent's status says
+// Failed). Sidecars (init containers with restartPolicy Always) start in
+// their turn, the next waiting until one runs (and, with Options.Started,
+// until its startup probe passed); they restart whenever they exit, but
+// never hold a Never or OnFailure pod's completion. A new sandbox runs the
+// init containers again. KillPod stops the regular containers first, then
+// the sidecars one by one in reverse order with what is left of the grace
+// period. KillContainer stops one container (a failed liveness probe);
+// ExecSync runs a command in one (exec probes).
+//
+// Not implemented: ephemeral containers (rejected, naming the field),
+// lifecycle hooks, volumes, ports and resources.
 package cri

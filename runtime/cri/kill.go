@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -119,7 +120,7 @@ func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, runningPod *runtime.
 	// As the kubelet does, the sandboxes are stopped even when a container
 	// stop failed: stopping a sandbox kills what is left in it, so a pod
 	// always makes progress towards terminated.
-	errs := []error{r.stopTargets(ctx, objs.running, grace)}
+	errs := []error{r.stopInOrder(ctx, pod, objs.running, grace)}
 	for _, id := range objs.sandboxes {
 		errs = append(errs, r.stopSandbox(ctx, id))
 	}
@@ -144,6 +145,33 @@ func (r *Runtime) killContainers(ctx context.Context, pod *v1.Pod, st *runtime.P
 		}
 		return gracePeriodOf(pod)
 	})
+}
+
+// stopInOrder stops a pod's running containers as the kubelet does: the
+// regular (and init) containers together first, then the sidecars one by
+// one in the reverse of their order in the spec, each with what is left of
+// the grace period (at least MinimumGracePeriod).
+func (r *Runtime) stopInOrder(ctx context.Context, pod *v1.Pod, ts []target, grace func(target) int64) error {
+	order := sidecarNames(pod)
+	var first, sidecars []target
+	for _, t := range ts {
+		if _, ok := order[t.name]; ok {
+			sidecars = append(sidecars, t)
+		} else {
+			first = append(first, t)
+		}
+	}
+	if len(sidecars) == 0 {
+		return r.stopTargets(ctx, ts, grace)
+	}
+	start := r.opts.Clock.Now()
+	errs := []error{r.stopTargets(ctx, first, grace)}
+	slices.SortStableFunc(sidecars, func(a, b target) int { return order[b.name] - order[a.name] })
+	for _, t := range sidecars {
+		left := grace(t) - int64(r.opts.Clock.Since(start).Seconds())
+		errs = append(errs, r.stopTargets(ctx, []target{t}, func(target) int64 { return max(left, MinimumGracePeriod) }))
+	}
+	return errors.Join(errs...)
 }
 
 func (r *Runtime) stopTargets(ctx context.Context, ts []target, grace func(target) int64) error {

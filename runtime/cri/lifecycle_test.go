@@ -325,11 +325,11 @@ func TestInvalidPods(t *testing.T) {
 		}(), `container "c": no image`},
 		{"duplicate names", testPod("x", v1.RestartPolicyAlways, v1.Container{Name: "c"}, v1.Container{Name: "c"}), `container "c": duplicate name`},
 		{"no name", testPod("x", v1.RestartPolicyAlways, v1.Container{}), "container #0 has no name"},
-		{"init containers", func() *v1.Pod {
+		{"ephemeral containers", func() *v1.Pod {
 			p := testPod("x", v1.RestartPolicyAlways, v1.Container{Name: "c"})
-			p.Spec.InitContainers = []v1.Container{{Name: "i", Image: "i"}}
+			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{}}
 			return p
-		}(), "not supported"},
+		}(), "spec.ephemeralContainers: not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := rt.SyncPod(ctxT(t), tc.pod, nil)

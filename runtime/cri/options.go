@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
 	"net"
 	"strings"
 	"time"
@@ -83,6 +84,12 @@ type Options struct {
 	// all containers is one message of roughly 0.5 KiB per container, so a
 	// node with more than about 30,000 containers needs more.
 	MaxMessageSize int
+
+	// Started, when set, tells whether a running sidecar (a restartable
+	// init container) has started, i.e. passed its startup probe
+	// (runtime/prober's Manager.Started): the next init container waits
+	// for it. Default nil: a running sidecar has started.
+	Started func(podUID types.UID, containerName string) bool
 }
 
 func (o Options) withDefaults() Options {

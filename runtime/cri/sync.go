@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -25,6 +26,10 @@ import (
 //     and restarted. A running container whose recorded spec hash differs
 //     from its spec's (runtime.HashContainer) is stopped with the pod's grace
 //     period and replaced; other running containers are left as they are.
+//   - Init containers run first, in order, each to success, and sidecars
+//     (restartable init containers) start in their turn; regular
+//     containers start once they are done (syncInitContainers). In a new
+//     sandbox they run again.
 //   - After a restart, older dead instances of the container are removed; the
 //     newest dead one is kept (for its logs and exit code).
 //   - When no container runs and none is to be (re)started or waits for its
@@ -81,9 +86,21 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.P
 		sandboxID = id
 	}
 	sandboxCfg := r.sandboxConfig(pod, attempt)
+	// Instances created before the current sandbox ran in an older one.
+	sandboxCreated := int64(math.MaxInt64) // a new sandbox has none yet
+	if !createSandbox {
+		sandboxCreated = sandbox.CreatedAt.UnixNano()
+	}
+	init := r.syncInitContainers(ctx, pod, podStatus, sandboxID, sandboxCfg, sandboxCreated, policy)
+	errs := init.errs
+	if !init.initialized {
+		// Regular containers wait for the init containers; a pod whose init
+		// container failed for good (Never) starts nothing more, and its
+		// status says Failed.
+		return errors.Join(errs...)
+	}
 
-	var errs []error
-	keep := 0 // containers left running or started by this sync
+	keep := 0 // regular containers left running or started by this sync
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		if err := ctx.Err(); err != nil {
@@ -96,6 +113,15 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.P
 			restartCount = cs.RestartCount + 1
 		}
 		backOffKey := string(pod.UID) + "/" + c.Name
+		if cs != nil && !createSandbox && len(pod.Spec.InitContainers) > 0 && cs.CreatedAt.UnixNano() < sandboxCreated {
+			// It ran in an older sandbox; this one's init containers have
+			// just completed: it starts afresh here, unless it succeeded
+			// under OnFailure.
+			if policy == v1.RestartPolicyOnFailure && cs.State == runtime.ContainerStateExited && cs.ExitCode == 0 {
+				continue
+			}
+			cs = nil
+		}
 		if cs != nil && createSandbox {
 			if policy == v1.RestartPolicyOnFailure && cs.State == runtime.ContainerStateExited && cs.ExitCode == 0 {
 				continue

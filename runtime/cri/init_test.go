@@ -39,7 +39,9 @@ func state(st *runtime.PodStatus, name string) runtime.ContainerState {
 	return ""
 }
 
-func exists(st *runtime.PodStatus, name string) bool { return st.FindContainerStatusByName(name) != nil }
+func exists(st *runtime.PodStatus, name string) bool {
+	return st.FindContainerStatusByName(name) != nil
+}
 
 // Init containers run one at a time, in order, each to success, before any
 // regular container.
@@ -193,8 +195,10 @@ func TestValidateInitContainers(t *testing.T) {
 	rt := newRuntime(t, ep)
 	onFailure := v1.ContainerRestartPolicy("OnFailure")
 	for name, edit := range map[string]func(*v1.Pod){
-		"ephemeral":        func(p *v1.Pod) { p.Spec.EphemeralContainers = []v1.EphemeralContainer{{}} },
-		"init restart":     func(p *v1.Pod) { p.Spec.InitContainers = []v1.Container{{Name: "i", Image: testImage, RestartPolicy: &onFailure}} },
+		"ephemeral": func(p *v1.Pod) { p.Spec.EphemeralContainers = []v1.EphemeralContainer{{}} },
+		"init restart": func(p *v1.Pod) {
+			p.Spec.InitContainers = []v1.Container{{Name: "i", Image: testImage, RestartPolicy: &onFailure}}
+		},
 		"duplicate name":   func(p *v1.Pod) { p.Spec.InitContainers = []v1.Container{{Name: "app", Image: testImage}} },
 		"init without img": func(p *v1.Pod) { p.Spec.InitContainers = []v1.Container{{Name: "i"}} },
 	} {

@@ -91,9 +91,9 @@ func NewConfig(opts ConfigOptions) (*Config, error) {
 		return nil, err
 	}
 	return &Config{
-		opts:    opts,
-		updates: make(chan PodUpdate, opts.BufferSize),
-		ready:   make(chan struct{}),
+		opts:      opts,
+		updates:   make(chan PodUpdate, opts.BufferSize),
+		ready:     make(chan struct{}),
 		sources:   make(map[string]*snapshot),
 		reporters: make(map[string]*reporter),
 	}, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/podlife/podlife/podmanager/source"
 	"github.com/podlife/podlife/podworker"
 	"github.com/podlife/podlife/runtime"
+	"github.com/podlife/podlife/runtime/cri"
 	"github.com/podlife/podlife/runtime/prober"
 )
 
@@ -142,6 +143,11 @@ func New(opts Options) (*Agent, error) {
 			return nil, a.cleanup(fmt.Errorf("agent: cluster: %w", err))
 		}
 		opts = a.opts // newCluster fills MirrorClient, NodeIPs, Recorder
+	}
+	// The runtime records its own events (Pulled, Created, ...) when it
+	// can (runtime/cri), on the agent's recorder.
+	if s, ok := opts.Runtime.(interface{ SetRecorder(cri.EventRecorder) }); ok && opts.Recorder != nil {
+		s.SetRecorder(opts.Recorder)
 	}
 	if !opts.DisableProbes {
 		if err := a.newProber(); err != nil {

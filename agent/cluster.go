@@ -173,6 +173,7 @@ func (a *Agent) newCluster() error {
 		}
 		a.cluster.events, a.opts.Recorder = rec, rec
 	}
+
 	return nil
 }
 

@@ -28,12 +28,16 @@ func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
 			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: r.namespaceOptions(pod)},
+			Resources:       linuxResources(c),
 		},
 	}
+	securityContext(pod, c, cfg.Linux.SecurityContext)
 	for _, e := range c.Env {
-		if e.ValueFrom == nil {
-			cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+		v := e.Value
+		if e.ValueFrom != nil {
+			v, _ = envValue(pod, c, e.ValueFrom) // validatePod refused what does not resolve
 		}
+		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(v)})
 	}
 	return cfg
 }
@@ -51,8 +55,10 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	})
 	cancel()
 	if err != nil {
+		r.event(pod, v1.EventTypeWarning, eventFailed, "Error: %v", err)
 		return fmt.Errorf("create container %q of pod %s: %w", c.Name, podRef(pod), fromGRPC(err))
 	}
+	r.event(pod, v1.EventTypeNormal, eventCreated, "Created container %s", c.Name)
 	id := resp.GetContainerId()
 	if err := r.startCreated(ctx, id); err != nil {
 		return fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err)
@@ -115,6 +121,7 @@ func validatePod(pod *v1.Pod) error {
 			errs = append(errs, fmt.Errorf("spec.initContainers[%d].restartPolicy: only Always (a sidecar) is allowed, got %q", i, *c.RestartPolicy))
 		}
 	}
+	errs = append(errs, validateContainerFields(pod)...)
 	seen := map[string]bool{}
 	for i, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		switch {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,6 +26,8 @@ type Runtime struct {
 	rs      runtimeapi.RuntimeServiceClient
 	is      runtimeapi.ImageServiceClient
 	backOff *backOff
+	// recorder receives events (SetRecorder); nil: none.
+	recorder atomic.Pointer[recorderBox]
 
 	mu          sync.Mutex
 	runtimeName string // from Version, once known

@@ -22,6 +22,7 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		return fmt.Errorf("status of image %q of container %q of pod %s: %w", c.Image, c.Name, podRef(pod), fromGRPC(err))
 	}
 	if resp.GetImage() != nil {
+		r.event(pod, v1.EventTypeNormal, eventPulled, "Container image %q already present on machine", c.Image)
 		return nil
 	}
 	if c.ImagePullPolicy == v1.PullNever {
@@ -30,8 +31,12 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	pctx, cancel := context.WithTimeout(ctx, r.opts.ImagePullTimeout)
 	defer cancel()
 	r.log.V(2).Info("pulling image", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "image", c.Image)
+	r.event(pod, v1.EventTypeNormal, eventPulling, "Pulling image %q", c.Image)
+	start := r.opts.Clock.Now()
 	if _, err := r.is.PullImage(pctx, &runtimeapi.PullImageRequest{Image: spec, SandboxConfig: sandboxCfg}); err != nil {
+		r.event(pod, v1.EventTypeWarning, eventFailed, "Failed to pull image %q: %v", c.Image, err)
 		return fmt.Errorf("pull image %q of container %q of pod %s: %w", c.Image, c.Name, podRef(pod), fromGRPC(err))
 	}
+	r.event(pod, v1.EventTypeNormal, eventPulled, "Successfully pulled image %q in %s", c.Image, r.opts.Clock.Since(start).Round(1e6))
 	return nil
 }

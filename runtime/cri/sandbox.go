@@ -68,6 +68,7 @@ func (r *Runtime) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.P
 		return "", fmt.Errorf("run sandbox of pod %s (attempt %d): %w", podRef(pod), cfg.GetMetadata().GetAttempt(), fromGRPC(err))
 	}
 	r.log.V(2).Info("sandbox started", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "sandbox", resp.GetPodSandboxId())
+	r.warnUnsupported(pod)
 	return resp.GetPodSandboxId(), nil
 }
 

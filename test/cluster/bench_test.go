@@ -48,6 +48,7 @@ func BenchmarkBoundPods(b *testing.B) {
 func benchBoundPods(b *testing.B, n int) {
 	api := apitest.New(b)
 	const name = "bench-1"
+	clearNode(b, api, name)
 	ns := api.Namespace(b)
 
 	// The agent, its requests counted.
@@ -256,4 +257,24 @@ func each(n int, f func(i int) error) error {
 	close(next)
 	wg.Wait()
 	return first
+}
+
+// clearNode force-deletes every pod still bound to the node (a previous
+// run's, interrupted) and waits until none is left, so that the engine
+// under test serves only this run's pods.
+func clearNode(tb testing.TB, api *apitest.API, node string) {
+	tb.Helper()
+	ctx := context.Background()
+	sel := metav1.ListOptions{FieldSelector: "spec.nodeName=" + node}
+	zero := int64(0)
+	api.Eventually(tb, 5*time.Minute, "no pod bound to "+node, func() (bool, error) {
+		list, err := api.Admin.CoreV1().Pods("").List(ctx, sel)
+		if err != nil {
+			return false, err
+		}
+		for _, p := range list.Items {
+			_ = api.Admin.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		}
+		return len(list.Items) == 0, fmt.Errorf("%d pods left", len(list.Items))
+	})
 }

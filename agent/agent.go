@@ -56,6 +56,10 @@ type Agent struct {
 	tracked map[types.UID]trackedPod
 	// rejected are pods that admission rejected, with the reason.
 	rejected map[types.UID]AdmitResult
+	// backOffs are, per pod, the containers whose restart the runtime
+	// deferred at the pod's last sync, with the waiting message
+	// (CrashLoopBackOff in the next status).
+	backOffs map[types.UID]map[string]string
 	// finishedDeleting are the pods whose final status was published while
 	// they were being deleted (finished.go).
 	finishedDeleting map[types.UID]bool
@@ -96,6 +100,7 @@ func New(opts Options) (*Agent, error) {
 		tracked: map[types.UID]trackedPod{},
 
 		finishedDeleting: map[types.UID]bool{},
+		backOffs:         map[types.UID]map[string]string{},
 		rejected:         map[types.UID]AdmitResult{},
 		forgotten:        map[types.UID]uint64{},
 	}

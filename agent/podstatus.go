@@ -24,5 +24,10 @@ func (a *Agent) generateStatus(pod *v1.Pod, st *runtime.PodStatus, terminal bool
 	if a.prober != nil {
 		in.ProbeResult = a.probeResult
 	}
+	if !terminal {
+		a.mu.Lock()
+		in.BackOff = a.backOffs[pod.UID]
+		a.mu.Unlock()
+	}
 	return podstatus.Generate(in)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podworker"
@@ -73,6 +74,7 @@ func (s *syncer) SyncPod(ctx context.Context, updateType podworker.SyncPodType, 
 	if errors.Is(err, runtime.ErrAlreadyExists) {
 		err = a.resyncWithFreshStatus(ctx, pod, err)
 	}
+	a.noteBackOffs(pod.UID, err)
 	if err != nil {
 		if errors.Is(err, runtime.ErrBackOff) {
 			a.event(pod, v1.EventTypeWarning, eventBackOff, "Back-off restarting failed container: %v", err)
@@ -217,4 +219,18 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 	}
 	a.log.V(2).Info("pod finished", "pod", podRef(pod), "podUID", pod.UID, "phase", st.Phase)
 	return nil
+}
+
+// noteBackOffs remembers which containers of the pod wait for their
+// crash-loop back-off after a sync (none when err has no
+// runtime.BackOffError), for the next status.
+func (a *Agent) noteBackOffs(uid types.UID, err error) {
+	b := runtime.BackOffs(err)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(b) == 0 {
+		delete(a.backOffs, uid)
+		return
+	}
+	a.backOffs[uid] = b
 }

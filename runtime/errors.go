@@ -41,3 +41,43 @@ var (
 func IsRetryable(err error) bool {
 	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrDeadlineExceeded) || errors.Is(err, ErrBackOff)
 }
+
+// BackOffError is a container restart that the crash-loop back-off
+// deferred. It wraps ErrBackOff; Message is the kubelet's waiting message
+// for the container's status ("back-off 20s restarting failed
+// container=NAME pod=NAME_NAMESPACE(UID)").
+type BackOffError struct {
+	Container string
+	Message   string
+}
+
+func (e *BackOffError) Error() string { return e.Message }
+
+// Unwrap returns ErrBackOff.
+func (e *BackOffError) Unwrap() error { return ErrBackOff }
+
+// BackOffs returns the container → message of every BackOffError in err's
+// tree (errors.Join included).
+func BackOffs(err error) map[string]string {
+	out := map[string]string{}
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil {
+			return
+		}
+		if b, ok := e.(*BackOffError); ok {
+			out[b.Container] = b.Message
+			return
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				walk(x)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}

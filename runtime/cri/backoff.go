@@ -1,9 +1,12 @@
 package cri
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/podlife/podlife/runtime"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 )
 
@@ -73,4 +76,11 @@ func (b *backOff) gcLocked(now time.Time) {
 			delete(b.byKey, k)
 		}
 	}
+}
+
+// backOffError is the error of a restart deferred by the back-off, with
+// the kubelet's waiting message.
+func backOffError(pod *v1.Pod, container string, wait time.Duration) error {
+	return &runtime.BackOffError{Container: container, Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
+		wait.Round(time.Second), container, pod.Name, pod.Namespace, pod.UID)}
 }

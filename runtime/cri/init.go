@@ -174,7 +174,7 @@ func (r *Runtime) restartInit(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	}
 	key := string(pod.UID) + "/" + c.Name
 	if wait := r.backOff.wait(key, cs.FinishedAt); wait > 0 {
-		step.errs = append(step.errs, fmt.Errorf("init container %q of pod %s exited with %d; restart in %s: %w", c.Name, podRef(pod), cs.ExitCode, wait.Round(1e6), runtime.ErrBackOff))
+		step.errs = append(step.errs, fmt.Errorf("init container %q of pod %s exited with %d: %w", c.Name, podRef(pod), cs.ExitCode, backOffError(pod, c.Name, wait)))
 		return false
 	}
 	r.backOff.next(key)

@@ -157,7 +157,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.P
 					}
 				}
 				if wait := r.backOff.wait(backOffKey, cs.FinishedAt); wait > 0 {
-					errs = append(errs, fmt.Errorf("container %q of pod %s exited with %d; restart in %s: %w", c.Name, podRef(pod), cs.ExitCode, wait.Round(1e6), runtime.ErrBackOff))
+					errs = append(errs, fmt.Errorf("container %q of pod %s exited with %d: %w", c.Name, podRef(pod), cs.ExitCode, backOffError(pod, c.Name, wait)))
 					continue
 				}
 				r.backOff.next(backOffKey)

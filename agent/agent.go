@@ -158,6 +158,13 @@ func New(opts Options) (*Agent, error) {
 		if err := a.newProber(); err != nil {
 			return nil, a.cleanup(fmt.Errorf("agent: prober: %w", err))
 		}
+		// A sidecar with a startup probe holds the next init container until
+		// the probe passed (runtime/cri).
+		if s, ok := opts.Runtime.(interface {
+			SetStarted(func(types.UID, string) bool)
+		}); ok {
+			s.SetStarted(a.prober.Started)
+		}
 	}
 	if opts.StatusReporter != nil {
 		if a.report, err = opts.StatusReporter(a.workers); err != nil {

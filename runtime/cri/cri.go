@@ -28,6 +28,8 @@ type Runtime struct {
 	backOff *backOff
 	// recorder receives events (SetRecorder); nil: none.
 	recorder atomic.Pointer[recorderBox]
+	// startedGate is the startup-probe gate of sidecars; nil: none.
+	startedGate atomic.Pointer[startedFunc]
 
 	mu          sync.Mutex
 	runtimeName string // from Version, once known
@@ -65,14 +67,16 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cri client for %q: %w: %w", opts.Endpoint, runtime.ErrInvalidArgument, err)
 	}
-	return &Runtime{
+	r := &Runtime{
 		opts:    opts,
 		log:     opts.Logger.WithName("cri"),
 		conn:    conn,
 		rs:      runtimeapi.NewRuntimeServiceClient(conn),
 		is:      runtimeapi.NewImageServiceClient(conn),
 		backOff: newBackOff(opts.Clock, opts.BackOffInitial, opts.BackOffMax),
-	}, nil
+	}
+	r.SetStarted(opts.Started)
+	return r, nil
 }
 
 // Close closes the connection. Calls after Close fail.

@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -112,7 +113,7 @@ func (r *Runtime) syncInitContainers(ctx context.Context, pod *v1.Pod, st *runti
 				return step // wait for it to finish
 			}
 			step.keep++
-			if !initialized && r.opts.Started != nil && !r.opts.Started(pod.UID, c.Name) {
+			if !initialized && c.StartupProbe != nil && !r.started(pod.UID, c.Name) {
 				return step // its startup probe has not passed yet
 			}
 			continue
@@ -195,6 +196,30 @@ func regularFinished(pod *v1.Pod, st *runtime.PodStatus, sandboxCreated int64, p
 		if cs == nil || cs.State != runtime.ContainerStateExited || shouldRestart(policy, cs) {
 			return false
 		}
+	}
+	return true
+}
+
+// startedFunc holds the startup-probe gate (Options.Started, SetStarted).
+type startedFunc struct {
+	f func(podUID types.UID, containerName string) bool
+}
+
+// SetStarted replaces Options.Started: f tells whether a running sidecar
+// with a startup probe has passed it (runtime/prober's Manager.Started).
+// The agent calls it with its prober. nil: a running sidecar has started.
+func (r *Runtime) SetStarted(f func(podUID types.UID, containerName string) bool) {
+	if f == nil {
+		r.startedGate.Store(nil)
+		return
+	}
+	r.startedGate.Store(&startedFunc{f})
+}
+
+// started asks the startup-probe gate; true without one.
+func (r *Runtime) started(uid types.UID, name string) bool {
+	if g := r.startedGate.Load(); g != nil {
+		return g.f(uid, name)
 	}
 	return true
 }

@@ -2,10 +2,12 @@ package cri_test
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/runtime"
 	"github.com/podlife/podlife/runtime/cri"
@@ -208,4 +210,29 @@ func TestValidateInitContainers(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+// A sidecar with a startup probe holds the next init container until the
+// gate (the prober) says it started.
+func TestSidecarStartupGate(t *testing.T) {
+	_, ep := startFake(t, fakecri.Options{})
+	rt := newRuntime(t, ep)
+	var started atomic.Bool
+	rt.SetStarted(func(_ types.UID, name string) bool { return name == "proxy" && started.Load() })
+	pod := testPod("gate", v1.RestartPolicyAlways, v1.Container{Name: "app"})
+	pod.Spec.InitContainers = []v1.Container{
+		{Name: "proxy", Image: testImage, RestartPolicy: &always, StartupProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}},
+		{Name: "setup", Image: testImage, Args: []string{"exit", "0"}},
+	}
+	syncUntil(t, rt, pod, "proxy running", func(st *runtime.PodStatus) bool { return state(st, "proxy") == runtime.ContainerStateRunning })
+	for range 3 {
+		if err := rt.SyncPod(ctxT(t), pod, podStatus(t, rt, pod)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if exists(podStatus(t, rt, pod), "setup") {
+		t.Fatal("setup started before the sidecar's startup probe passed")
+	}
+	started.Store(true)
+	syncUntil(t, rt, pod, "app running", func(st *runtime.PodStatus) bool { return state(st, "app") == runtime.ContainerStateRunning })
 }

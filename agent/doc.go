@@ -102,6 +102,9 @@
 //
 // # Limits
 //
-// No volumes, resource management or eviction; probes are not wired in
-// yet (runtime/prober runs them alone).
+// Probes (runtime/prober) run for every pod unless Options.DisableProbes:
+// readiness and startup results feed the status; a failed liveness or
+// startup probe kills the container (ContainerKiller), which the runtime
+// restarts by the restart policy. Not done: volumes, node resource
+// management and eviction. See docs/pod-spec.md for every pod-spec field.
 package agent

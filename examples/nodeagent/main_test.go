@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -67,7 +69,7 @@ func TestEndpoints(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 
-	podworkertest.WaitFor(t, 20*time.Second, "web and logging running, hello-job finished", func() bool {
+	podworkertest.WaitFor(t, 20*time.Second, "web, logging and mesh running, hello-job finished", func() bool {
 		_, body := get("/debug/pods")
 		var pods []debugPod
 		if err := json.Unmarshal([]byte(body), &pods); err != nil {
@@ -78,14 +80,31 @@ func TestEndpoints(t *testing.T) {
 			state[p.Name] = p.Lifecycle + "/" + string(p.Phase)
 		}
 		return state["web-test"] == "syncing/Running" && state["logging-test"] == "syncing/Running" &&
-			state["hello-job-test"] == "finished/Succeeded"
+			state["mesh-test"] == "syncing/Running" && state["hello-job-test"] == "finished/Succeeded"
+	})
+	podworkertest.WaitFor(t, 20*time.Second, "mesh Ready: init container done, sidecar started, probes passed", func() bool {
+		for _, v := range a.Pods() {
+			if v.Name != "mesh-test" {
+				continue
+			}
+			st, ok := a.StatusReporter().Status(v.UID)
+			if !ok || len(st.InitContainerStatuses) != 2 || st.InitContainerStatuses[1].Started == nil || !*st.InitContainerStatuses[1].Started {
+				return false
+			}
+			for _, c := range st.Conditions {
+				if c.Type == v1.PodReady {
+					return c.Status == v1.ConditionTrue
+				}
+			}
+		}
+		return false
 	})
 	if code, body := get("/healthz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
 	podworkertest.WaitFor(t, 20*time.Second, "metrics", func() bool {
 		_, body := get("/metrics")
-		return strings.Contains(body, `kubelet_desired_pods{static="true"} 3`) &&
+		return strings.Contains(body, `kubelet_desired_pods{static="true"} 4`) &&
 			strings.Contains(body, `kubelet_working_pods{config="desired",lifecycle="terminated",static="true"} 1`)
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+
+	statusmanager "github.com/podlife/podlife/agent/status"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -37,17 +39,10 @@ type StatusReporter interface {
 // MergeStatus returns the status to publish when status replaces old (nil
 // when nothing was published yet): status itself, except that while the pod
 // could still have running containers a terminal phase is not published and
-// the previous phase, reason and message (Pending when none) are kept.
+// the previous phase, reason and message (Pending when none) are kept. It
+// is status.MergeStatus, the rule the cluster's status manager keeps too.
 func MergeStatus(old *v1.PodStatus, status v1.PodStatus, couldHaveRunningContainers bool) v1.PodStatus {
-	if !isTerminalPhase(status.Phase) || !couldHaveRunningContainers {
-		return status
-	}
-	if old != nil && !isTerminalPhase(old.Phase) && old.Phase != "" {
-		status.Phase, status.Reason, status.Message = old.Phase, old.Reason, old.Message
-	} else {
-		status.Phase, status.Reason, status.Message = v1.PodPending, "", ""
-	}
-	return status
+	return statusmanager.MergeStatus(old, status, couldHaveRunningContainers)
 }
 
 func isTerminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }

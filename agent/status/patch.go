@@ -111,7 +111,7 @@ func desiredStatus(s snapshot, api v1.PodStatus, could bool) v1.PodStatus {
 	if api.Phase == "" && s.written != nil {
 		old = s.written
 	}
-	st := mergeStatus(old, *s.status.DeepCopy(), could)
+	st := MergeStatus(old, *s.status.DeepCopy(), could)
 	if isTerminalPhase(old.Phase) && !isTerminalPhase(st.Phase) {
 		// A terminal phase is final: the API server refuses to leave it.
 		st.Phase, st.Reason, st.Message = old.Phase, old.Reason, old.Message
@@ -138,11 +138,12 @@ func desiredStatus(s snapshot, api v1.PodStatus, could bool) v1.PodStatus {
 	return st
 }
 
-// mergeStatus is agent.MergeStatus (this package cannot import agent):
-// while the pod could still have running containers a terminal phase is not
-// written, and the previous phase, reason and message (Pending when none)
-// are kept.
-func mergeStatus(old *v1.PodStatus, status v1.PodStatus, couldHaveRunningContainers bool) v1.PodStatus {
+// MergeStatus returns the status to publish when status replaces old (nil
+// when nothing was published yet): status itself, except that while the pod
+// could still have running containers a terminal phase is not published and
+// the previous phase, reason and message (Pending when none) are kept. It
+// is the one rule every status reporter keeps (agent.MergeStatus is this).
+func MergeStatus(old *v1.PodStatus, status v1.PodStatus, couldHaveRunningContainers bool) v1.PodStatus {
 	if !isTerminalPhase(status.Phase) || !couldHaveRunningContainers {
 		return status
 	}

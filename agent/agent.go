@@ -89,7 +89,6 @@ func New(opts Options) (*Agent, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	opts = opts.withCluster()
 	a := &Agent{
 		opts:    opts,
 		log:     opts.Logger,
@@ -200,6 +199,13 @@ func New(opts Options) (*Agent, error) {
 			return nil, a.cleanup(fmt.Errorf("agent: source %q: %w", s.Name, err))
 		}
 		a.sources = append(a.sources, namedRunner{s.Name, r})
+	}
+	if opts.Cluster != nil {
+		api, err := a.apiSource()
+		if err != nil {
+			return nil, a.cleanup(fmt.Errorf("agent: api source: %w", err))
+		}
+		a.sources = append(a.sources, api)
 	}
 	if len(a.sources) == 0 {
 		// No source: readiness comes at once (an empty snapshot), so that

@@ -77,18 +77,14 @@ func (o Options) validateCluster() []error {
 	return errs
 }
 
-// withCluster adds the API source and the mirror client of Options.Cluster
-// to opts, before the agent builds its sources.
-func (o Options) withCluster() Options {
-	c := o.Cluster
-	if c == nil {
-		return o
-	}
-	client, name, log, onError := c.Client, o.NodeName, o.Logger, o.OnSourceError
-	o.Sources = append(append([]Source(nil), o.Sources...), Source{Name: podmanager.APISource, New: func(sink source.Sink) (Runner, error) {
-		return source.NewAPI(sink, source.APIOptions{Client: client, NodeName: name, Logger: log.WithName("api"), OnError: onError})
-	}})
-	return o
+// apiSource is the pod source of Options.Cluster: the pods bound to the
+// node, rejections reported like the other sources' (a.sourceError).
+func (a *Agent) apiSource() (namedRunner, error) {
+	c := a.opts.Cluster
+	src, err := source.NewAPI(a.config.Sink(podmanager.APISource), source.APIOptions{
+		Client: c.Client, NodeName: a.opts.NodeName, Logger: a.opts.Logger.WithName("api"), OnError: a.sourceError,
+	})
+	return namedRunner{podmanager.APISource, src}, err
 }
 
 // newCluster builds the parts of Options.Cluster; a.workers and a.pods

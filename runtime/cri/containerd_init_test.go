@@ -1,0 +1,103 @@
+package cri_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/runtime"
+	"github.com/podlife/podlife/runtime/cri"
+)
+
+// TestRealRuntimeInitAndSidecar runs, on a real CRI runtime, a pod with two
+// init containers (exit 0), a sidecar and a regular container: they start
+// in order, and KillPod stops the regular container before the sidecar.
+func TestRealRuntimeInitAndSidecar(t *testing.T) {
+	endpoint := os.Getenv(EndpointEnv)
+	if endpoint == "" {
+		t.Skip(EndpointEnv + " is not set: skipping the integration test against a real CRI runtime")
+	}
+	image := os.Getenv("PODLIFE_CRI_IMAGE")
+	if image == "" {
+		image = testImage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 30 * time.Second, CgroupParent: "/podlife-test", Logger: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+
+	pod := realPod(image)
+	always := v1.ContainerRestartPolicyAlways
+	pull := v1.PullIfNotPresent
+	pod.Spec.InitContainers = []v1.Container{
+		{Name: "init1", Image: image, Args: []string{"exit", "0"}, ImagePullPolicy: pull},
+		{Name: "side", Image: image, RestartPolicy: &always, ImagePullPolicy: pull},
+		{Name: "init2", Image: image, Args: []string{"exit", "0"}, ImagePullPolicy: pull},
+	}
+	pod.Spec.Containers = pod.Spec.Containers[:1] // "main", runs
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		zero := int64(0)
+		_ = rt.KillPod(cctx, pod, nil, &zero)
+		_ = rt.RemovePod(cctx, &runtime.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace})
+	})
+
+	// Sync as the pod worker would, until main runs.
+	var st *runtime.PodStatus
+	for {
+		if err := rt.SyncPod(ctx, pod, nil); err != nil {
+			t.Fatalf("SyncPod: %v", err)
+		}
+		st, err = rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := st.FindContainerStatusByName("main"); m != nil && m.State == runtime.ContainerStateRunning {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("main never ran; last status %+v", st)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	get := func(n string) *runtime.ContainerStatus {
+		cs := st.FindContainerStatusByName(n)
+		if cs == nil {
+			t.Fatalf("%s: no status", n)
+		}
+		return cs
+	}
+	i1, side, i2, main := get("init1"), get("side"), get("init2"), get("main")
+	if i1.ExitCode != 0 || i1.State != runtime.ContainerStateExited || i2.ExitCode != 0 || i2.State != runtime.ContainerStateExited || side.State != runtime.ContainerStateRunning {
+		t.Fatalf("init1 %+v, init2 %+v, side %+v", i1, i2, side)
+	}
+	if i1.FinishedAt.After(side.StartedAt) || side.StartedAt.After(i2.StartedAt) || i2.FinishedAt.After(main.StartedAt) {
+		t.Fatalf("order: init1 finished %v, side started %v, init2 started %v finished %v, main started %v",
+			i1.FinishedAt, side.StartedAt, i2.StartedAt, i2.FinishedAt, main.StartedAt)
+	}
+
+	grace := int64(2)
+	if err := rt.KillPod(ctx, pod, nil, &grace); err != nil {
+		t.Fatalf("KillPod: %v", err)
+	}
+	st, err = rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	main, side = get("main"), get("side")
+	if main.State != runtime.ContainerStateExited || side.State != runtime.ContainerStateExited || st.HasReadySandbox() {
+		t.Fatalf("after KillPod: main %+v, side %+v, ready sandbox %v", main, side, st.HasReadySandbox())
+	}
+	if side.FinishedAt.Before(main.FinishedAt) {
+		t.Fatalf("sidecar finished at %v, before main at %v", side.FinishedAt, main.FinishedAt)
+	}
+}

@@ -97,8 +97,12 @@ func (r *Runtime) syncInitContainers(ctx context.Context, pod *v1.Pod, st *runti
 		}
 		switch {
 		case cs == nil:
-			// Not run in this sandbox yet: start it, and wait for it.
+			// Not run in this sandbox yet: start it, and wait for it (an
+			// initialized pod's sidecar never holds the regular containers).
 			r.startInit(ctx, pod, c, st, sandboxID, sandboxCfg, &step)
+			if initialized {
+				continue
+			}
 			return step
 		case cs.State == runtime.ContainerStateCreated:
 			if err := r.startCreated(ctx, cs.ID.ID); err != nil {
@@ -106,6 +110,9 @@ func (r *Runtime) syncInitContainers(ctx context.Context, pod *v1.Pod, st *runti
 			}
 			if sidecar {
 				step.keep++
+			}
+			if initialized {
+				continue
 			}
 			return step
 		case cs.State == runtime.ContainerStateRunning:

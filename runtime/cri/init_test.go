@@ -236,3 +236,27 @@ func TestSidecarStartupGate(t *testing.T) {
 	started.Store(true)
 	syncUntil(t, rt, pod, "app running", func(st *runtime.PodStatus) bool { return state(st, "app") == runtime.ContainerStateRunning })
 }
+
+// Once the pod is initialized, restarting a vanished sidecar does not
+// hold the regular containers: one sync brings back both.
+func TestInitializedPodSidecarDoesNotHoldRegularContainers(t *testing.T) {
+	srv, ep := startFake(t, fakecri.Options{})
+	rt := newRuntime(t, ep)
+	pod := testPod("held", v1.RestartPolicyAlways, v1.Container{Name: "app"})
+	pod.Spec.InitContainers = []v1.Container{{Name: "proxy", Image: testImage, RestartPolicy: &always}}
+	syncUntil(t, rt, pod, "app running", func(st *runtime.PodStatus) bool { return state(st, "app") == runtime.ContainerStateRunning })
+	st := podStatus(t, rt, pod)
+	if err := srv.Forget(st.FindContainerStatusByName("proxy").ID.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.ExitContainer(st.FindContainerStatusByName("app").ID.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.SyncPod(ctxT(t), pod, podStatus(t, rt, pod)); err != nil {
+		t.Fatal(err)
+	}
+	st = podStatus(t, rt, pod)
+	if state(st, "proxy") != runtime.ContainerStateRunning || state(st, "app") != runtime.ContainerStateRunning {
+		t.Fatalf("after one sync: proxy %s, app %s; want both running", state(st, "proxy"), state(st, "app"))
+	}
+}

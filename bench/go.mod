@@ -7,6 +7,8 @@ require (
 	k8s.io/client-go v0.37.2
 )
 
+require github.com/spf13/pflag v1.0.10 // indirect
+
 require (
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect

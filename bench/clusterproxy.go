@@ -1,0 +1,189 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/rest"
+)
+
+// CountingProxy is a plain-HTTP reverse proxy on localhost in front of the
+// API server. It forwards every request with one user's credentials (a node's
+// client certificate) and counts the requests, so that an engine run as a
+// separate process (the nodeagent, the hollow kubelet) has its own API
+// requests counted exactly, whatever else talks to the same API server.
+type CountingProxy struct {
+	URL string // http://127.0.0.1:PORT
+
+	srv *http.Server
+	mu  sync.Mutex
+	by  map[string]int // "VERB resource[/subresource]"
+}
+
+// StartCountingProxy starts a proxy that forwards to upstream's host with
+// upstream's credentials. Close stops it.
+func StartCountingProxy(upstream *rest.Config) (*CountingProxy, error) {
+	rt, err := rest.TransportFor(upstream)
+	if err != nil {
+		return nil, fmt.Errorf("proxy transport: %w", err)
+	}
+	target, err := url.Parse(upstream.Host)
+	if err != nil {
+		return nil, fmt.Errorf("proxy upstream %q: %w", upstream.Host, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("proxy listen: %w", err)
+	}
+	p := &CountingProxy{URL: "http://" + ln.Addr().String(), by: make(map[string]int)}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = target.Host
+		},
+		Transport:     rt,
+		FlushInterval: -1,
+	}
+	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.count(r)
+		rp.ServeHTTP(w, r)
+	})}
+	go func() { _ = p.srv.Serve(ln) }()
+	return p, nil
+}
+
+// requestKey names a request as "VERB resource[/subresource]", VERB being
+// the Kubernetes verb (get, list, watch, create, update, patch, delete).
+func requestKey(r *http.Request) string {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	// /api/v1/namespaces/NS/pods/NAME/status or /apis/G/V/...
+	i := 2
+	if len(parts) > 0 && parts[0] == "apis" {
+		i = 3
+	}
+	rest := parts[min(i, len(parts)):]
+	named := false
+	if len(rest) >= 2 && rest[0] == "namespaces" && len(rest) > 2 {
+		rest = rest[2:]
+	}
+	res := ""
+	if len(rest) > 0 {
+		res = rest[0]
+	}
+	if len(rest) > 1 {
+		named = true
+	}
+	if len(rest) > 2 {
+		res += "/" + rest[2]
+	}
+	verb := strings.ToLower(r.Method)
+	switch r.Method {
+	case http.MethodGet:
+		switch {
+		case r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1":
+			verb = "watch"
+		case named:
+			verb = "get"
+		default:
+			verb = "list"
+		}
+	case http.MethodPost:
+		verb = "create"
+	case http.MethodPut:
+		verb = "update"
+	}
+	if res == "" {
+		res = r.URL.Path
+	}
+	return verb + " " + res
+}
+
+func (p *CountingProxy) count(r *http.Request) {
+	k := requestKey(r)
+	p.mu.Lock()
+	p.by[k]++
+	p.mu.Unlock()
+}
+
+// Snapshot returns the counts so far, by "verb resource".
+func (p *CountingProxy) Snapshot() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := make(map[string]int, len(p.by))
+	for k, v := range p.by {
+		m[k] = v
+	}
+	return m
+}
+
+// Diff returns after minus before, and its total.
+func Diff(before, after map[string]int) (map[string]int, int) {
+	d := make(map[string]int)
+	total := 0
+	for k, v := range after {
+		if n := v - before[k]; n != 0 {
+			d[k] = n
+			total += n
+		}
+	}
+	return d, total
+}
+
+// FormatCounts prints counts as "verb resource=N, ..." sorted by key.
+func FormatCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s=%d", k, m[k])
+	}
+	return b.String()
+}
+
+// WriteKubeconfig writes a kubeconfig without credentials pointing at the
+// proxy, for an engine run as a process.
+func (p *CountingProxy) WriteKubeconfig(path string) error {
+	const tmpl = `apiVersion: v1
+kind: Config
+clusters:
+- name: proxy
+  cluster:
+    server: %s
+contexts:
+- name: proxy
+  context:
+    cluster: proxy
+    user: proxy
+current-context: proxy
+users:
+- name: proxy
+  user: {}
+`
+	return os.WriteFile(path, []byte(fmt.Sprintf(tmpl, p.URL)), 0o600)
+}
+
+// Config returns a rest.Config without credentials pointing at the proxy.
+func (p *CountingProxy) Config() *rest.Config { return &rest.Config{Host: p.URL} }
+
+// Close stops the proxy.
+func (p *CountingProxy) Close(ctx context.Context) error {
+	if err := p.srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		_ = p.srv.Close()
+	}
+	return nil
+}

@@ -1,0 +1,437 @@
+// Command cluster runs the same pod workload against one real control plane
+// for each engine in turn (podlife's nodeagent, virtual-kubelet v1.14.1, the
+// kubelet as kubemark's hollow node), on one node name, and prints a Markdown
+// table: time to all Running, time to all gone after the delete, p50/p99
+// create→Running per pod, and API requests per pod lifecycle.
+//
+//	cd bench && go run ./cmd/cluster -api-dir /tmp/podlife-api -node bench-1 -engines podlife,vk,kubemark -pods 100,300,1000
+//
+// See bench/README.md ("Against a real control plane").
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/podlife/podlife/bench"
+	coordv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+type config struct {
+	apiDir      string
+	node        string
+	engines     []string
+	sizes       []int
+	timeout     time.Duration
+	nodeagent   string
+	kubemark    string
+	registers   bool
+	creators    int
+	logDir      string
+	podlifeRoot string
+}
+
+func main() {
+	var c config
+	var engines, sizes string
+	flag.StringVar(&c.apiDir, "api-dir", "/tmp/podlife-api", "control plane folder of scripts/apiserver/start.sh (admin.kubeconfig, node-NAME.kubeconfig)")
+	flag.StringVar(&c.node, "node", "bench-1", "node name (its kubeconfig node-NAME.kubeconfig must exist)")
+	flag.StringVar(&engines, "engines", "podlife,vk,kubemark", "engines, run one at a time: podlife, vk, kubemark")
+	flag.StringVar(&sizes, "pods", "100,300,1000", "pod counts")
+	flag.DurationVar(&c.timeout, "timeout", 5*time.Minute, "bound of each phase (all Running; all gone)")
+	flag.StringVar(&c.nodeagent, "nodeagent", "", "nodeagent binary (default: built from the repository with go build ./examples/nodeagent)")
+	flag.StringVar(&c.podlifeRoot, "podlife-root", "..", "root of the podlife module (to build the nodeagent)")
+	flag.StringVar(&c.kubemark, "kubemark", "/var/cache/podlife-apiserver/bin/kubemark", "kubemark binary (see /work/shared/tools/README.md)")
+	flag.BoolVar(&c.registers, "podlife-registers-node", false, "the nodeagent registers its Node and renews its Lease; when false the harness makes the Node (Ready, 2000 pods) and renews its Lease")
+	flag.IntVar(&c.creators, "creators", 50, "parallel creators and deleters")
+	flag.StringVar(&c.logDir, "log-dir", "", "where engine logs go (default: a temporary folder)")
+	flag.Parse()
+	for _, e := range strings.Split(engines, ",") {
+		c.engines = append(c.engines, strings.TrimSpace(e))
+	}
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bad -pods %q\n", sizes)
+			os.Exit(2)
+		}
+		c.sizes = append(c.sizes, n)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "cluster:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// countingRT counts the harness's own requests.
+type countingRT struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+func (c countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.rt.RoundTrip(r)
+}
+
+type row struct {
+	engine string
+	res    bench.ClusterResult
+	engReq int
+	byKey  map[string]int
+	server float64
+	own    int64
+	load   string
+	err    error
+}
+
+func run(ctx context.Context, c config, out io.Writer) error {
+	adminCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.apiDir, "admin.kubeconfig"))
+	if err != nil {
+		return fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	adminCfg.QPS, adminCfg.Burst = 500, 1000
+	var own atomic.Int64
+	adminCfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingRT{rt: rt, n: &own} }
+	admin, err := kubernetes.NewForConfig(adminCfg)
+	if err != nil {
+		return err
+	}
+	nodeCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.apiDir, "node-"+c.node+".kubeconfig"))
+	if err != nil {
+		return fmt.Errorf("node kubeconfig: %w", err)
+	}
+	if c.logDir == "" {
+		if c.logDir, err = os.MkdirTemp("", "podlife-clusterbench-"); err != nil {
+			return err
+		}
+	}
+	logf("engine logs in %s", c.logDir)
+	var rows []row
+	for _, eng := range c.engines {
+		if ctx.Err() != nil {
+			break
+		}
+		rs, err := runEngine(ctx, c, eng, admin, &own, nodeCfg)
+		if err != nil {
+			logf("%s: %v", eng, err)
+			rows = append(rows, row{engine: eng, err: err})
+		}
+		rows = append(rows, rs...)
+	}
+	printTable(out, rows)
+	return nil
+}
+
+func runEngine(ctx context.Context, c config, eng string, admin kubernetes.Interface, own *atomic.Int64, nodeCfg *rest.Config) ([]row, error) {
+	if err := deleteNode(ctx, admin, c.node); err != nil {
+		return nil, err
+	}
+	defer func() { _ = deleteNode(context.WithoutCancel(ctx), admin, c.node) }()
+	proxy, err := bench.StartCountingProxy(nodeCfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = proxy.Close(sctx)
+	}()
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopEngine, err := startEngine(ectx, c, eng, proxy, admin)
+	if err != nil {
+		return nil, err
+	}
+	defer stopEngine()
+	if err := waitNodeReady(ctx, admin, c.node, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	time.Sleep(3 * time.Second) // let the engine's informers sync (not a measured wait)
+	var rows []row
+	for i, n := range c.sizes {
+		r := row{engine: eng}
+		r.load = loadavg()
+		before, err := serverRequests(ctx, admin)
+		if err != nil {
+			return rows, err
+		}
+		ownBefore := own.Load()
+		pBefore := proxy.Snapshot()
+		w := &bench.ClusterWorkload{Admin: admin, Node: c.node, Pods: n, Creators: c.creators, Timeout: c.timeout,
+			Logf: func(f string, a ...any) { logf(eng+fmt.Sprintf(" %d pods: ", n)+f, a...) }}
+		ns := fmt.Sprintf("clusterbench-%s-%d-%d", eng, n, time.Now().Unix()%100000)
+		r.res, r.err = w.Run(ctx, ns)
+		// Let the last status writes and deletes of the engine land.
+		time.Sleep(2 * time.Second)
+		r.byKey, r.engReq = bench.Diff(pBefore, proxy.Snapshot())
+		r.own = own.Load() - ownBefore
+		after, err := serverRequests(ctx, admin)
+		if err == nil {
+			r.server = after - before - float64(own.Load()-ownBefore)
+		}
+		logf("%s %d pods: %+v; engine requests %d (%s); load %s", eng, n, r.res, r.engReq, bench.FormatCounts(r.byKey), r.load)
+		rows = append(rows, r)
+		if r.err != nil || !r.res.RunningComplete() || !r.res.GoneComplete() {
+			if i < len(c.sizes)-1 {
+				logf("%s: incomplete at %d pods; larger workloads skipped", eng, n)
+			}
+			break
+		}
+	}
+	return rows, nil
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func serverRequests(ctx context.Context, admin kubernetes.Interface) (float64, error) {
+	b, err := admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("GET /metrics: %w", err)
+	}
+	return bench.RequestTotal(bytes.NewReader(b))
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startEngine starts one engine on the node and returns how to stop it.
+func startEngine(ctx context.Context, c config, eng string, proxy *bench.CountingProxy, admin kubernetes.Interface) (func(), error) {
+	kubeconfig := filepath.Join(c.logDir, eng+".kubeconfig")
+	if err := proxy.WriteKubeconfig(kubeconfig); err != nil {
+		return nil, err
+	}
+	switch eng {
+	case "vk":
+		ready := make(chan struct{})
+		done := make(chan error, 1)
+		vctx, cancel := context.WithCancel(ctx)
+		go func() { done <- bench.RunClusterVK(vctx, proxy.Config(), c.node, ready) }()
+		select {
+		case <-ready:
+		case err := <-done:
+			cancel()
+			return nil, fmt.Errorf("virtual-kubelet: %w", err)
+		case <-time.After(time.Minute):
+			cancel()
+			return nil, errors.New("virtual-kubelet not ready after 1m")
+		}
+		return func() { cancel(); <-done }, nil
+	case "podlife":
+		bin := c.nodeagent
+		if bin == "" {
+			bin = filepath.Join(c.logDir, "nodeagent")
+			logf("building the nodeagent")
+			cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./examples/nodeagent")
+			cmd.Dir = c.podlifeRoot
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Run(); err != nil {
+				return nil, fmt.Errorf("build nodeagent: %w", err)
+			}
+		}
+		manifests := filepath.Join(c.logDir, "manifests")
+		if err := os.MkdirAll(manifests, 0o755); err != nil {
+			return nil, err
+		}
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		stopNode := func() {}
+		if !c.registers {
+			if stopNode, err = handMadeNode(ctx, admin, c.node); err != nil {
+				return nil, err
+			}
+		}
+		stop, err := startProcess(ctx, c, eng, bin, "--kubeconfig", kubeconfig, "--node-name", c.node,
+			"--manifests", manifests, "--listen", "127.0.0.1:"+strconv.Itoa(port), "-v", "0")
+		if err != nil {
+			stopNode()
+			return nil, err
+		}
+		return func() { stop(); stopNode() }, nil
+	case "kubemark":
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		return startProcess(ctx, c, eng, c.kubemark, "--morph=kubelet", "--name="+c.node, "--kubeconfig="+kubeconfig,
+			"--kubelet-port="+strconv.Itoa(port), "--kubelet-read-only-port=0", "--use-host-image-service=false",
+			"--kube-api-qps=50", "--kube-api-burst=100", "--max-pods=1100")
+	}
+	return nil, fmt.Errorf("unknown engine %q (podlife, vk, kubemark)", eng)
+}
+
+func startProcess(ctx context.Context, c config, eng, bin string, args ...string) (func(), error) {
+	logPath := filepath.Join(c.logDir, eng+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	logf("%s started (pid %d), log %s", eng, cmd.Process.Pid, logPath)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
+	return func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}, nil
+}
+
+// handMadeNode creates the Node as admin (Ready, 2000 pods) and renews its
+// Lease every 10 s until the returned stop is called, for an engine that
+// does not register its node.
+func handMadeNode(ctx context.Context, admin kubernetes.Interface, name string) (func(), error) {
+	now := metav1.Now()
+	res := v1.ResourceList{v1.ResourcePods: resource.MustParse("2000"), v1.ResourceCPU: resource.MustParse("1000"), v1.ResourceMemory: resource.MustParse("1Ti")}
+	n := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+	}
+	created, err := admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("create node: %w", err)
+	}
+	created.Status = v1.NodeStatus{Capacity: res, Allocatable: res,
+		Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}}}
+	if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return nil, fmt.Errorf("node status: %w", err)
+	}
+	dur := int32(40)
+	holder := name
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		leases := admin.CoordinationV1().Leases("kube-node-lease")
+		for {
+			t := metav1.NewMicroTime(time.Now())
+			l, err := leases.Get(lctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				_, _ = leases.Create(lctx, &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name},
+					Spec: coordv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, RenewTime: &t}}, metav1.CreateOptions{})
+			} else if err == nil {
+				l.Spec.RenewTime = &t
+				_, _ = leases.Update(lctx, l, metav1.UpdateOptions{})
+			}
+			select {
+			case <-lctx.Done():
+				return
+			case <-time.After(10 * time.Second):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+func waitNodeReady(ctx context.Context, admin kubernetes.Interface, name string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		n, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			for _, c := range n.Status.Conditions {
+				if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("node %s not Ready after %v", name, d)
+}
+
+func deleteNode(ctx context.Context, admin kubernetes.Interface, name string) error {
+	if err := admin.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete node: %w", err)
+	}
+	if err := admin.CoordinationV1().Leases("kube-node-lease").Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete lease: %w", err)
+	}
+	return nil
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+
+func printTable(w io.Writer, rows []row) {
+	fmt.Fprintln(w, "| engine | pods | all Running | all gone after delete | create→Running p50 / p99 | engine API requests / pod (total) | all API server requests / pod (minus the harness's) | load avg at start |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		if r.res.Pods == 0 {
+			fmt.Fprintf(w, "| %s | | failed: %v | | | | | |\n", r.engine, r.err)
+			continue
+		}
+		n := r.res.Pods
+		running := secs(r.res.ToRunning)
+		if !r.res.RunningComplete() {
+			running = fmt.Sprintf("%d/%d after %s (bound)", r.res.Running, n, secs(r.res.ToRunning))
+		}
+		gone := secs(r.res.ToGone)
+		if !r.res.GoneComplete() {
+			gone = fmt.Sprintf("%d/%d after %s (bound)", r.res.Gone, n, secs(r.res.ToGone))
+		}
+		lat := fmt.Sprintf("%.2f / %.2f s", r.res.P50.Seconds(), r.res.P99.Seconds())
+		if !r.res.RunningComplete() {
+			lat += " (of the pods Running)"
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %.1f (%d) | %.1f | %s |\n", r.engine, n, running, gone, lat,
+			float64(r.engReq)/float64(n), r.engReq, r.server/float64(n), r.load)
+	}
+}

@@ -424,7 +424,9 @@ func printTable(w io.Writer, rows []row) {
 			running = fmt.Sprintf("%d/%d after %s (bound)", r.res.Running, n, secs(r.res.ToRunning))
 		}
 		gone := secs(r.res.ToGone)
-		if !r.res.GoneComplete() {
+		if r.err != nil {
+			gone = fmt.Sprintf("error: %v", r.err)
+		} else if !r.res.GoneComplete() {
 			gone = fmt.Sprintf("%d/%d after %s (bound)", r.res.Gone, n, secs(r.res.ToGone))
 		}
 		lat := fmt.Sprintf("%.2f / %.2f s", r.res.P50.Seconds(), r.res.P99.Seconds())

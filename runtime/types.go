@@ -108,7 +108,23 @@ type ContainerStatus struct {
 	RestartCount int
 	Reason       string
 	Message      string
+	// Type tells regular, init and sidecar containers apart (runtimes that
+	// do not record it give ContainerTypeRegular).
+	Type ContainerType
+	// SandboxID is the sandbox the instance was created in ("" when the
+	// runtime did not say).
+	SandboxID string
 }
+
+// ContainerType is the kind of container a spec declares.
+type ContainerType string
+
+// Container types. A sidecar is an init container with restartPolicy Always.
+const (
+	ContainerTypeRegular ContainerType = "regular"
+	ContainerTypeInit    ContainerType = "init"
+	ContainerTypeSidecar ContainerType = "sidecar"
+)
 
 // SandboxState is the state of a pod sandbox.
 type SandboxState string

@@ -106,20 +106,34 @@ func validatePod(pod *v1.Pod) error {
 	if len(pod.Spec.Containers) == 0 {
 		errs = append(errs, errors.New("no containers"))
 	}
-	if len(pod.Spec.InitContainers) > 0 || len(pod.Spec.EphemeralContainers) > 0 {
-		errs = append(errs, fmt.Errorf("init and ephemeral containers are not supported: %w", runtime.ErrUnimplemented))
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		errs = append(errs, fmt.Errorf("spec.ephemeralContainers: not supported by podlife's CRI adapter: %w", runtime.ErrUnimplemented))
 	}
 	seen := map[string]bool{}
-	for i, c := range pod.Spec.Containers {
+	check := func(field string, i int, c *v1.Container) {
 		switch {
 		case c.Name == "":
-			errs = append(errs, fmt.Errorf("container #%d has no name", i))
+			errs = append(errs, fmt.Errorf("%s[%d] has no name", field, i))
 		case seen[c.Name]:
-			errs = append(errs, fmt.Errorf("container %q: duplicate name", c.Name))
+			errs = append(errs, fmt.Errorf("%s[%d] %q: duplicate name", field, i, c.Name))
 		case c.Image == "":
 			errs = append(errs, fmt.Errorf("container %q: no image", c.Name))
 		}
 		seen[c.Name] = true
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		check("spec.initContainers", i, c)
+		if c.RestartPolicy != nil && *c.RestartPolicy != v1.ContainerRestartPolicyAlways {
+			errs = append(errs, fmt.Errorf("spec.initContainers[%d].restartPolicy: only Always is supported, got %q", i, *c.RestartPolicy))
+		}
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		check("spec.containers", i, c)
+		if c.RestartPolicy != nil {
+			errs = append(errs, fmt.Errorf("spec.containers[%d].restartPolicy: not supported by podlife's CRI adapter: %w", i, runtime.ErrUnimplemented))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid pod %s: %w", podRef(pod), errors.Join(runtime.ErrInvalidArgument, err))

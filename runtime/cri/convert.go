@@ -89,6 +89,7 @@ func toContainerStatus(runtimeName string, s *runtimeapi.ContainerStatus) *runti
 		RestartCount: info.RestartCount,
 		Reason:       s.GetReason(),
 		Message:      s.GetMessage(),
+		Type:         typeFromLabels(s.GetLabels()),
 	}
 }
 

@@ -36,7 +36,7 @@ func TestLabelsAndAnnotations(t *testing.T) {
 		t.Errorf("sandbox annotations (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]string{
-		LabelPodName: "web", LabelPodNamespace: "prod", LabelPodUID: "u1", LabelContainerName: "nginx",
+		LabelPodName: "web", LabelPodNamespace: "prod", LabelPodUID: "u1", LabelContainerName: "nginx", LabelContainerType: "regular",
 	}, containerLabels(pod, c)); diff != "" {
 		t.Errorf("container labels (-want +got):\n%s", diff)
 	}
@@ -44,7 +44,7 @@ func TestLabelsAndAnnotations(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{
 		AnnotationContainerHash: "abc", AnnotationContainerRestartCount: "4",
 		AnnotationTerminationMessagePath: "/dev/termination-log", AnnotationTerminationMessagePolicy: "File",
-		AnnotationPodTerminationGracePeriod: "15",
+		AnnotationPodTerminationGracePeriod: "15", AnnotationContainerIndex: "0",
 	}, ann); diff != "" {
 		t.Errorf("container annotations (-want +got):\n%s", diff)
 	}
@@ -96,12 +96,13 @@ func TestToContainerStatus(t *testing.T) {
 				ID: runtime.ContainerID{Type: "containerd", ID: "c1"}, Name: "app", State: runtime.ContainerStateExited,
 				CreatedAt: time.Unix(0, ts.UnixNano()), StartedAt: time.Unix(0, ts.Add(time.Second).UnixNano()), FinishedAt: time.Unix(0, ts.Add(2*time.Second).UnixNano()),
 				ExitCode: 2, Image: "img:1", ImageID: "sha256:1", Hash: 16, RestartCount: 3, Reason: "Error", Message: "boom",
+				Type: runtime.ContainerTypeRegular,
 			},
 		},
 		{
 			name: "unlabelled, unknown state, no times",
 			in:   &runtimeapi.ContainerStatus{Id: "c2", Metadata: &runtimeapi.ContainerMetadata{Name: "meta"}, State: runtimeapi.ContainerState_CONTAINER_UNKNOWN},
-			want: &runtime.ContainerStatus{ID: runtime.ContainerID{Type: "containerd", ID: "c2"}, Name: "meta", State: runtime.ContainerStateUnknown},
+			want: &runtime.ContainerStatus{ID: runtime.ContainerID{Type: "containerd", ID: "c2"}, Name: "meta", State: runtime.ContainerStateUnknown, Type: runtime.ContainerTypeRegular},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,6 +46,33 @@
 // clock) reported as runtime.ErrBackOff. A running container whose spec
 // changed (its recorded io.kubernetes.container.hash differs from
 // runtime.HashContainer of the spec, as after an image change) is replaced.
-// It keeps the newest dead instance of each container and removes older ones. Init and ephemeral containers,
-// probes, lifecycle hooks, volumes, ports and resources are not implemented.
+// It keeps the newest dead instance of each container and removes older ones.
+//
+// # Init containers and sidecars
+//
+// Init containers run one at a time, in order, each to success, before the
+// regular containers; they run again in a new sandbox. One that fails is
+// restarted with the crash-loop back-off, except under RestartPolicy Never:
+// then nothing more starts, what runs is stopped and so is the sandbox, and
+// the pod's status shows the init container exited non-zero: the agent
+// reports the pod Failed. Sidecars (init containers with restartPolicy
+// Always) start in the init order; the next one starts once the sidecar is
+// running and, when Options.Started is set (the prober's startup-probe
+// gate), Started says so. Sidecars restart whenever they exit, in any pod;
+// they do not hold a pod's completion: once every regular container has
+// finished for good, SyncPod stops the sidecars (reverse order) and the
+// sandbox. KillPod stops regular and init containers first, in parallel,
+// then the sidecars one at a time in reverse order, within what is left of
+// the grace period.
+//
+// Each container carries the label io.podlife.container.type (init, sidecar
+// or regular) and the annotation io.podlife.container.index (its position in
+// its list of the spec): runtime.ContainerStatus.Type gives the type to
+// status readers, and KillPod orders sidecars without a spec. Status readers
+// compute the phase from the regular containers only (sidecars running do
+// not make a completed pod Running); runtime.ContainerStatus.SandboxID tells
+// which instances belong to the current sandbox.
+//
+// Ephemeral containers, probes, lifecycle hooks, volumes, ports and
+// resources are not implemented; ephemeral containers are rejected.
 package cri

@@ -1,10 +1,13 @@
 package cri
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +21,8 @@ type target struct {
 	id    string
 	name  string
 	grace *int64 // from the container's annotations, if any
+	typ   runtime.ContainerType
+	index int // in its list of the spec
 }
 
 // podObjects is what the runtime holds of one pod, read fresh, plus what a
@@ -53,7 +58,8 @@ func (r *Runtime) podObjects(ctx context.Context, uid types.UID, runningPod *run
 			continue
 		}
 		o.anyRunning = true
-		o.running = append(o.running, target{id: c.GetId(), name: c.GetMetadata().GetName(), grace: infoFromAnnotations(c.GetAnnotations()).GracePeriod})
+		info := infoFromAnnotations(c.GetAnnotations())
+		o.running = append(o.running, target{id: c.GetId(), name: c.GetMetadata().GetName(), grace: info.GracePeriod, typ: typeFromLabels(c.GetLabels()), index: info.Index})
 	}
 	if runningPod != nil {
 		for _, sb := range runningPod.Sandboxes {
@@ -71,7 +77,7 @@ func (r *Runtime) podObjects(ctx context.Context, uid types.UID, runningPod *run
 				continue
 			}
 			o.anyRunning = true
-			o.running = append(o.running, target{id: c.ID.ID, name: c.Name})
+			o.running = append(o.running, target{id: c.ID.ID, name: c.Name, typ: runtime.ContainerTypeRegular})
 		}
 	}
 	return o, nil
@@ -88,10 +94,13 @@ func identify(pod *v1.Pod, runningPod *runtime.Pod) (uid types.UID, ref string, 
 	}
 }
 
-// KillPod implements runtime.Runtime. Containers are stopped in parallel,
-// each with gracePeriodOverride, else the pod's deletion or spec grace
-// period, else the grace period recorded on the container, else 30 s, and
-// never less than MinimumGracePeriod. Sandboxes are stopped after every
+// KillPod implements runtime.Runtime. Regular and init containers are
+// stopped in parallel, each with gracePeriodOverride, else the pod's
+// deletion or spec grace period, else the grace period recorded on the
+// container, else 30 s, and never less than MinimumGracePeriod. Sidecars
+// are stopped after them, one at a time in reverse spec order, each with
+// what is left of the grace period (never less than MinimumGracePeriod), as
+// the kubelet does. Sandboxes are stopped after every
 // container stop has returned, even a failed one. Containers and sandboxes
 // that vanished count as stopped.
 func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, runningPod *runtime.Pod, gracePeriodOverride *int64) error {
@@ -119,7 +128,7 @@ func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, runningPod *runtime.
 	// As the kubelet does, the sandboxes are stopped even when a container
 	// stop failed: stopping a sandbox kills what is left in it, so a pod
 	// always makes progress towards terminated.
-	errs := []error{r.stopTargets(ctx, objs.running, grace)}
+	errs := []error{r.stopOrdered(ctx, objs.running, grace)}
 	for _, id := range objs.sandboxes {
 		errs = append(errs, r.stopSandbox(ctx, id))
 	}
@@ -135,15 +144,37 @@ func (r *Runtime) killContainers(ctx context.Context, pod *v1.Pod, st *runtime.P
 	var ts []target
 	for _, cs := range st.ContainerStatuses {
 		if cs.State != runtime.ContainerStateExited {
-			ts = append(ts, target{id: cs.ID.ID, name: cs.Name})
+			ts = append(ts, target{id: cs.ID.ID, name: cs.Name, typ: cs.Type, index: containerIndex(pod, cs.Name)})
 		}
 	}
-	return r.stopTargets(ctx, ts, func(target) int64 {
+	return r.stopOrdered(ctx, ts, func(target) int64 {
 		if gracePeriodOverride != nil {
 			return *gracePeriodOverride
 		}
 		return gracePeriodOf(pod)
 	})
+}
+
+// stopOrdered stops the regular and init containers in parallel, then the
+// sidecars one by one in reverse index order, each with the grace period
+// less the time spent so far.
+func (r *Runtime) stopOrdered(ctx context.Context, ts []target, grace func(target) int64) error {
+	var first, sidecars []target
+	for _, t := range ts {
+		if t.typ == runtime.ContainerTypeSidecar {
+			sidecars = append(sidecars, t)
+		} else {
+			first = append(first, t)
+		}
+	}
+	begin := r.opts.Clock.Now()
+	errs := []error{r.stopTargets(ctx, first, grace)}
+	slices.SortStableFunc(sidecars, func(a, b target) int { return cmp.Compare(b.index, a.index) })
+	for _, t := range sidecars {
+		left := grace(t) - int64(r.opts.Clock.Since(begin)/time.Second)
+		errs = append(errs, r.stopTargets(ctx, []target{t}, func(target) int64 { return left }))
+	}
+	return errors.Join(errs...)
 }
 
 func (r *Runtime) stopTargets(ctx context.Context, ts []target, grace func(target) int64) error {

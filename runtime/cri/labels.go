@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/runtime"
 )
 
 // The kubelet's labels and annotations. podlife puts the same ones on what it
@@ -15,6 +17,14 @@ const (
 	LabelPodNamespace  = "io.kubernetes.pod.namespace"
 	LabelPodUID        = "io.kubernetes.pod.uid"
 	LabelContainerName = "io.kubernetes.container.name"
+	// LabelContainerType is podlife's own: "init", "sidecar" or "regular"
+	// (absent: regular), so that a status reader and KillPod without a spec
+	// tell them apart.
+	LabelContainerType = "io.podlife.container.type"
+	// AnnotationContainerIndex is podlife's own: the container's position in
+	// its list of the spec (initContainers or containers), so that KillPod
+	// without a spec stops sidecars in reverse order.
+	AnnotationContainerIndex = "io.podlife.container.index"
 
 	AnnotationContainerHash             = "io.kubernetes.container.hash"
 	AnnotationContainerRestartCount     = "io.kubernetes.container.restartCount"
@@ -49,6 +59,7 @@ func containerLabels(pod *v1.Pod, c *v1.Container) map[string]string {
 		LabelPodNamespace:  pod.Namespace,
 		LabelPodUID:        string(pod.UID),
 		LabelContainerName: c.Name,
+		LabelContainerType: string(containerType(pod, c.Name)),
 	}
 }
 
@@ -56,6 +67,7 @@ func containerAnnotations(pod *v1.Pod, c *v1.Container, hash uint64, restartCoun
 	a := map[string]string{
 		AnnotationContainerHash:         strconv.FormatUint(hash, 16),
 		AnnotationContainerRestartCount: strconv.Itoa(restartCount),
+		AnnotationContainerIndex:        strconv.Itoa(containerIndex(pod, c.Name)),
 	}
 	if c.TerminationMessagePath != "" {
 		a[AnnotationTerminationMessagePath] = c.TerminationMessagePath
@@ -85,6 +97,7 @@ type containerInfo struct {
 	Hash         uint64
 	RestartCount int
 	GracePeriod  *int64
+	Index        int
 }
 
 func infoFromAnnotations(a map[string]string) containerInfo {
@@ -97,6 +110,11 @@ func infoFromAnnotations(a map[string]string) containerInfo {
 	if s := a[AnnotationPodTerminationGracePeriod]; s != "" {
 		if gp, err := strconv.ParseInt(s, 10, 64); err == nil {
 			ci.GracePeriod = &gp
+		}
+	}
+	if s := a[AnnotationContainerIndex]; s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+			ci.Index = n
 		}
 	}
 	return ci
@@ -124,4 +142,48 @@ func podGracePeriod(pod *v1.Pod) *int64 {
 		return pod.DeletionGracePeriodSeconds
 	}
 	return pod.Spec.TerminationGracePeriodSeconds
+}
+
+// typeFromLabels: the container type label, ContainerTypeRegular when absent
+// or unknown.
+func typeFromLabels(l map[string]string) runtime.ContainerType {
+	switch t := runtime.ContainerType(l[LabelContainerType]); t {
+	case runtime.ContainerTypeInit, runtime.ContainerTypeSidecar:
+		return t
+	default:
+		return runtime.ContainerTypeRegular
+	}
+}
+
+// isSidecar: an init container with restartPolicy Always.
+func isSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// containerType of the named container of the spec.
+func containerType(pod *v1.Pod, name string) runtime.ContainerType {
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.Name == name {
+			if isSidecar(c) {
+				return runtime.ContainerTypeSidecar
+			}
+			return runtime.ContainerTypeInit
+		}
+	}
+	return runtime.ContainerTypeRegular
+}
+
+// containerIndex: the position of the named container in its list.
+func containerIndex(pod *v1.Pod, name string) int {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return i
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return i
+		}
+	}
+	return 0
 }

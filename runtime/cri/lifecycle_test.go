@@ -323,13 +323,24 @@ func TestInvalidPods(t *testing.T) {
 			p.Spec.Containers[0].Image = ""
 			return p
 		}(), `container "c": no image`},
-		{"duplicate names", testPod("x", v1.RestartPolicyAlways, v1.Container{Name: "c"}, v1.Container{Name: "c"}), `container "c": duplicate name`},
-		{"no name", testPod("x", v1.RestartPolicyAlways, v1.Container{}), "container #0 has no name"},
-		{"init containers", func() *v1.Pod {
+		{"duplicate names", testPod("x", v1.RestartPolicyAlways, v1.Container{Name: "c"}, v1.Container{Name: "c"}), `spec.containers[1] "c": duplicate name`},
+		{"no name", testPod("x", v1.RestartPolicyAlways, v1.Container{}), "spec.containers[0] has no name"},
+		{"init and regular share a name", func() *v1.Pod {
 			p := testPod("x", v1.RestartPolicyAlways, v1.Container{Name: "c"})
-			p.Spec.InitContainers = []v1.Container{{Name: "i", Image: "i"}}
+			p.Spec.InitContainers = []v1.Container{{Name: "c", Image: "i"}}
 			return p
-		}(), "not supported"},
+		}(), `spec.containers[0] "c": duplicate name`},
+		{"ephemeral containers", func() *v1.Pod {
+			p := testPod("x", v1.RestartPolicyAlways, v1.Container{Name: "c"})
+			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "e", Image: "i"}}}
+			return p
+		}(), "spec.ephemeralContainers: not supported"},
+		{"init container restart policy", func() *v1.Pod {
+			p := testPod("x", v1.RestartPolicyAlways, v1.Container{Name: "c"})
+			never := v1.ContainerRestartPolicy("Never")
+			p.Spec.InitContainers = []v1.Container{{Name: "i", Image: "i", RestartPolicy: &never}}
+			return p
+		}(), "spec.initContainers[0].restartPolicy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := rt.SyncPod(ctxT(t), tc.pod, nil)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/runtime"
@@ -83,6 +84,13 @@ type Options struct {
 	// all containers is one message of roughly 0.5 KiB per container, so a
 	// node with more than about 30,000 containers needs more.
 	MaxMessageSize int
+	// Started, when set, is the startup-probe gate of sidecars: SyncPod
+	// starts the init container or sidecar after a sidecar only once
+	// Started(pod UID, sidecar name) is true (the prober answers "its
+	// startup probe passed", or true when it has none). nil: a running
+	// sidecar counts as started. It is called without any lock held and
+	// must not block.
+	Started func(podUID types.UID, containerName string) bool
 }
 
 func (o Options) withDefaults() Options {

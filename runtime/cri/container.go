@@ -13,7 +13,15 @@ import (
 )
 
 // containerConfig builds the CRI config of one container instance.
-func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int) *runtimeapi.ContainerConfig {
+func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, user imageUser) (*runtimeapi.ContainerConfig, error) {
+	sc := effectiveSecurityContext(pod, c)
+	if err := verifyRunAsNonRoot(pod, c, sc, user); err != nil {
+		return nil, err
+	}
+	var nodeMemory int64
+	if m, ok := r.opts.NodeAllocatable[v1.ResourceMemory]; ok {
+		nodeMemory = m.Value()
+	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: c.Image},
@@ -26,7 +34,8 @@ func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: r.namespaceOptions(pod)},
+			Resources:       linuxResources(pod, c, nodeMemory),
+			SecurityContext: r.linuxSecurityContext(pod, sc),
 		},
 	}
 	for _, e := range c.Env {
@@ -34,18 +43,23 @@ func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 			cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 		}
 	}
-	return cfg
+	return cfg, nil
 }
 
 // startContainer creates and starts one container instance in a sandbox.
 func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, restartCount int) error {
-	if err := r.ensureImage(ctx, pod, c, sandboxCfg); err != nil {
+	user, err := r.ensureImage(ctx, pod, c, sandboxCfg)
+	if err != nil {
+		return err
+	}
+	cfg, err := r.containerConfig(pod, c, restartCount, user)
+	if err != nil {
 		return err
 	}
 	cctx, cancel := r.callCtx(ctx, 0)
 	resp, err := r.rs.CreateContainer(cctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId:  sandboxID,
-		Config:        r.containerConfig(pod, c, restartCount),
+		Config:        cfg,
 		SandboxConfig: sandboxCfg,
 	})
 	cancel()
@@ -135,6 +149,7 @@ func validatePod(pod *v1.Pod) error {
 			errs = append(errs, fmt.Errorf("spec.containers[%d].restartPolicy: not supported by podlife's CRI adapter: %w", i, runtime.ErrUnimplemented))
 		}
 	}
+	errs = append(errs, unsupported(pod)...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid pod %s: %w", podRef(pod), errors.Join(runtime.ErrInvalidArgument, err))
 	}

@@ -13,25 +13,55 @@ import (
 // ensureImage makes sure the container's image is present: ImageStatus
 // first, PullImage only when it is missing (whatever the pull policy, except
 // Never, which makes a missing image an error).
-func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxCfg *runtimeapi.PodSandboxConfig) error {
+//
+// It returns the image's user, read from ImageStatus (again after a pull),
+// for the runAsNonRoot check.
+func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxCfg *runtimeapi.PodSandboxConfig) (imageUser, error) {
 	spec := &runtimeapi.ImageSpec{Image: c.Image}
-	cctx, cancel := r.callCtx(ctx, 0)
-	resp, err := r.is.ImageStatus(cctx, &runtimeapi.ImageStatusRequest{Image: spec})
-	cancel()
-	if err != nil {
-		return fmt.Errorf("status of image %q of container %q of pod %s: %w", c.Image, c.Name, podRef(pod), fromGRPC(err))
+	status := func() (*runtimeapi.Image, error) {
+		cctx, cancel := r.callCtx(ctx, 0)
+		defer cancel()
+		resp, err := r.is.ImageStatus(cctx, &runtimeapi.ImageStatusRequest{Image: spec})
+		if err != nil {
+			return nil, fmt.Errorf("status of image %q of container %q of pod %s: %w", c.Image, c.Name, podRef(pod), fromGRPC(err))
+		}
+		return resp.GetImage(), nil
 	}
-	if resp.GetImage() != nil {
-		return nil
+	img, err := status()
+	if err != nil || img != nil {
+		return userOf(img), err
 	}
 	if c.ImagePullPolicy == v1.PullNever {
-		return fmt.Errorf("image %q of container %q of pod %s is not present and its pull policy is Never: %w", c.Image, c.Name, podRef(pod), runtime.ErrNotFound)
+		return imageUser{}, fmt.Errorf("image %q of container %q of pod %s is not present and its pull policy is Never: %w", c.Image, c.Name, podRef(pod), runtime.ErrNotFound)
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.opts.ImagePullTimeout)
 	defer cancel()
 	r.log.V(2).Info("pulling image", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "image", c.Image)
 	if _, err := r.is.PullImage(pctx, &runtimeapi.PullImageRequest{Image: spec, SandboxConfig: sandboxCfg}); err != nil {
-		return fmt.Errorf("pull image %q of container %q of pod %s: %w", c.Image, c.Name, podRef(pod), fromGRPC(err))
+		return imageUser{}, fmt.Errorf("pull image %q of container %q of pod %s: %w", c.Image, c.Name, podRef(pod), fromGRPC(err))
 	}
-	return nil
+	if !needsImageUser(pod, c) {
+		return imageUser{}, nil
+	}
+	img, err = status()
+	return userOf(img), err
+}
+
+func userOf(img *runtimeapi.Image) imageUser {
+	if img == nil {
+		return imageUser{}
+	}
+	u := imageUser{name: img.GetUsername()}
+	if uid := img.GetUid(); uid != nil {
+		v := uid.GetValue()
+		u.uid = &v
+	}
+	return u
+}
+
+// needsImageUser: the container's runAsNonRoot is to be checked against
+// the image.
+func needsImageUser(pod *v1.Pod, c *v1.Container) bool {
+	sc := effectiveSecurityContext(pod, c)
+	return sc.RunAsNonRoot != nil && *sc.RunAsNonRoot && sc.RunAsUser == nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -31,14 +32,15 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultTimeout           = 2 * time.Minute // the kubelet's --runtime-request-timeout
-	DefaultImagePullTimeout  = 10 * time.Minute
-	DefaultCgroupParent      = "/podlife"
-	DefaultBackOffInitial    = 10 * time.Second
-	DefaultBackOffMax        = 5 * time.Minute
-	DefaultReconnectMaxDelay = 2 * time.Second
-	DefaultGracePeriod       = int64(30) // seconds, when neither pod nor labels say
-	DefaultMaxMessageSize    = 16 << 20  // bytes, the kubelet's CRI client limit
+	DefaultTimeout            = 2 * time.Minute // the kubelet's --runtime-request-timeout
+	DefaultImagePullTimeout   = 10 * time.Minute
+	DefaultCgroupParent       = "/podlife"
+	DefaultBackOffInitial     = 10 * time.Second
+	DefaultBackOffMax         = 5 * time.Minute
+	DefaultReconnectMaxDelay  = 2 * time.Second
+	DefaultGracePeriod        = int64(30) // seconds, when neither pod nor labels say
+	DefaultMaxMessageSize     = 16 << 20  // bytes, the kubelet's CRI client limit
+	DefaultSeccompProfileRoot = "/var/lib/podlife/seccomp"
 	// MinimumGracePeriod is the floor of every container stop, in seconds,
 	// as in the kubelet.
 	MinimumGracePeriod = int64(2)
@@ -91,6 +93,13 @@ type Options struct {
 	// sidecar counts as started. It is called without any lock held and
 	// must not block.
 	Started func(podUID types.UID, containerName string) bool
+	// NodeAllocatable is what the node offers pods. Its memory sets the
+	// OOM score adjustment of Burstable containers (without it they get
+	// 999). Default: none.
+	NodeAllocatable v1.ResourceList
+	// SeccompProfileRoot is the folder of Localhost seccomp profiles.
+	// Default /var/lib/podlife/seccomp.
+	SeccompProfileRoot string
 }
 
 func (o Options) withDefaults() Options {
@@ -114,6 +123,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.SeccompProfileRoot == "" {
+		o.SeccompProfileRoot = DefaultSeccompProfileRoot
 	}
 	if o.MaxMessageSize == 0 {
 		o.MaxMessageSize = DefaultMaxMessageSize

@@ -71,7 +71,45 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err)
 	}
 	r.log.V(2).Info("container started", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "container", c.Name, "containerID", id, "restartCount", restartCount)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		return r.postStart(ctx, pod, c, id, sandboxID)
+	}
 	return nil
+}
+
+// postStart runs the container's postStart handler (bounded by
+// Options.Timeout); when it fails, the container is killed with the pod's
+// grace period, as the kubelet does, and restarts by the restart policy.
+func (r *Runtime) postStart(ctx context.Context, pod *v1.Pod, c *v1.Container, id, sandboxID string) error {
+	hctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	err := r.hooks.RunHook(hctx, HookTarget{Pod: pod, Container: c, ContainerID: id, PodIP: r.podIPFor(ctx, c.Lifecycle.PostStart, sandboxID)}, c.Lifecycle.PostStart)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	r.log.Info("postStart hook failed; killing the container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "err", err)
+	herr := fmt.Errorf("container %q of pod %s: %w: FailedPostStartHook: %w", c.Name, podRef(pod), ErrHook, err)
+	if kerr := r.stopContainer(ctx, id, gracePeriodOf(pod)); kerr != nil {
+		return errors.Join(herr, kerr)
+	}
+	return herr
+}
+
+// podIPFor reads the sandbox's IP when an httpGet handler needs it.
+func (r *Runtime) podIPFor(ctx context.Context, h *v1.LifecycleHandler, sandboxID string) string {
+	if h == nil || h.HTTPGet == nil || h.HTTPGet.Host != "" || sandboxID == "" {
+		return ""
+	}
+	st, err := r.sandboxStatus(ctx, sandboxID)
+	if err != nil {
+		return ""
+	}
+	return st.GetNetwork().GetIp()
+}
+
+// clampGrace bounds a grace period to [MinimumGracePeriod, MaximumGracePeriod].
+func clampGrace(gp int64) int64 {
+	return min(max(gp, MinimumGracePeriod), MaximumGracePeriod)
 }
 
 func (r *Runtime) startCreated(ctx context.Context, id string) error {
@@ -87,7 +125,7 @@ func (r *Runtime) startCreated(ctx context.Context, id string) error {
 // MinimumGracePeriod). The call may last the grace period plus Timeout. A
 // container that vanished counts as stopped.
 func (r *Runtime) stopContainer(ctx context.Context, id string, gracePeriod int64) error {
-	gracePeriod = max(gracePeriod, MinimumGracePeriod)
+	gracePeriod = clampGrace(gracePeriod)
 	cctx, cancel := r.callCtx(ctx, time.Duration(gracePeriod)*time.Second)
 	defer cancel()
 	_, err := r.rs.StopContainer(cctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: gracePeriod})

@@ -25,6 +25,7 @@ type Runtime struct {
 	rs      runtimeapi.RuntimeServiceClient
 	is      runtimeapi.ImageServiceClient
 	backOff *backOff
+	hooks   HookRunner
 
 	mu          sync.Mutex
 	runtimeName string // from Version, once known
@@ -62,14 +63,19 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cri client for %q: %w: %w", opts.Endpoint, runtime.ErrInvalidArgument, err)
 	}
-	return &Runtime{
+	r := &Runtime{
 		opts:    opts,
 		log:     opts.Logger.WithName("cri"),
 		conn:    conn,
 		rs:      runtimeapi.NewRuntimeServiceClient(conn),
 		is:      runtimeapi.NewImageServiceClient(conn),
 		backOff: newBackOff(opts.Clock, opts.BackOffInitial, opts.BackOffMax),
-	}, nil
+		hooks:   opts.HookRunner,
+	}
+	if r.hooks == nil {
+		r.hooks = criHooks{r: r}
+	}
+	return r, nil
 }
 
 // Close closes the connection. Calls after Close fail.

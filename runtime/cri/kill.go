@@ -23,6 +23,10 @@ type target struct {
 	grace *int64 // from the container's annotations, if any
 	typ   runtime.ContainerType
 	index int // in its list of the spec
+	// spec and pod, when known, give the preStop hook; sandboxID its pod IP.
+	spec      *v1.Container
+	pod       *v1.Pod
+	sandboxID string
 }
 
 // podObjects is what the runtime holds of one pod, read fresh, plus what a
@@ -59,7 +63,7 @@ func (r *Runtime) podObjects(ctx context.Context, uid types.UID, runningPod *run
 		}
 		o.anyRunning = true
 		info := infoFromAnnotations(c.GetAnnotations())
-		o.running = append(o.running, target{id: c.GetId(), name: c.GetMetadata().GetName(), grace: info.GracePeriod, typ: typeFromLabels(c.GetLabels()), index: info.Index})
+		o.running = append(o.running, target{id: c.GetId(), name: c.GetMetadata().GetName(), grace: info.GracePeriod, typ: typeFromLabels(c.GetLabels()), index: info.Index, sandboxID: c.GetPodSandboxId()})
 	}
 	if runningPod != nil {
 		for _, sb := range runningPod.Sandboxes {
@@ -124,6 +128,11 @@ func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, runningPod *runtime.
 			return DefaultGracePeriod
 		}
 	}
+	for i := range objs.running {
+		if spec := findContainer(pod, objs.running[i].name); spec != nil {
+			objs.running[i].spec, objs.running[i].pod = spec, pod
+		}
+	}
 	r.log.V(2).Info("killing pod", "pod", ref, "containers", len(objs.running), "sandboxes", len(objs.sandboxes))
 	// As the kubelet does, the sandboxes are stopped even when a container
 	// stop failed: stopping a sandbox kills what is left in it, so a pod
@@ -144,7 +153,7 @@ func (r *Runtime) killContainers(ctx context.Context, pod *v1.Pod, st *runtime.P
 	var ts []target
 	for _, cs := range st.ContainerStatuses {
 		if cs.State != runtime.ContainerStateExited {
-			ts = append(ts, target{id: cs.ID.ID, name: cs.Name, typ: cs.Type, index: containerIndex(pod, cs.Name)})
+			ts = append(ts, target{id: cs.ID.ID, name: cs.Name, typ: cs.Type, index: containerIndex(pod, cs.Name), spec: findContainer(pod, cs.Name), pod: pod, sandboxID: cs.SandboxID})
 		}
 	}
 	return r.stopOrdered(ctx, ts, func(target) int64 {
@@ -182,7 +191,7 @@ func (r *Runtime) stopTargets(ctx context.Context, ts []target, grace func(targe
 	var wg sync.WaitGroup
 	for i, t := range ts {
 		wg.Go(func() {
-			if err := r.stopContainer(ctx, t.id, grace(t)); err != nil {
+			if err := r.stopContainer(ctx, t.id, r.preStop(ctx, t, grace(t))); err != nil {
 				errs[i] = fmt.Errorf("container %q: %w", t.name, err)
 			}
 		})
@@ -222,4 +231,24 @@ func (r *Runtime) RemovePod(ctx context.Context, runningPod *runtime.Pod) error 
 	}
 	r.log.V(2).Info("pod removed", "pod", ref)
 	return nil
+}
+
+// preStop runs the target's preStop handler, if any, within the grace
+// period, and returns what is left of it for the stop (stopContainer then
+// floors it at MinimumGracePeriod, as the kubelet does). A failed hook is
+// logged; the container is stopped anyway.
+func (r *Runtime) preStop(ctx context.Context, t target, grace int64) int64 {
+	grace = clampGrace(grace)
+	if t.spec == nil || t.spec.Lifecycle == nil || t.spec.Lifecycle.PreStop == nil {
+		return grace
+	}
+	h := t.spec.Lifecycle.PreStop
+	begin := r.opts.Clock.Now()
+	hctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
+	err := r.hooks.RunHook(hctx, HookTarget{Pod: t.pod, Container: t.spec, ContainerID: t.id, PodIP: r.podIPFor(ctx, h, t.sandboxID)}, h)
+	cancel()
+	if err != nil {
+		r.log.Info("preStop hook failed", "pod", podRef(t.pod), "container", t.name, "err", err)
+	}
+	return grace - int64(r.opts.Clock.Since(begin)/time.Second)
 }

@@ -44,6 +44,10 @@ const (
 	// MinimumGracePeriod is the floor of every container stop, in seconds,
 	// as in the kubelet.
 	MinimumGracePeriod = int64(2)
+	// MaximumGracePeriod bounds every grace period, in seconds (about 136
+	// years), so that absurd values (terminationGracePeriodSeconds
+	// 9223372036854775807) cannot overflow a timeout.
+	MaximumGracePeriod = int64(1) << 32
 )
 
 // Options configures a Runtime.
@@ -100,6 +104,9 @@ type Options struct {
 	// SeccompProfileRoot is the folder of Localhost seccomp profiles.
 	// Default /var/lib/podlife/seccomp.
 	SeccompProfileRoot string
+	// HookRunner runs postStart and preStop handlers. Default: exec through
+	// CRI ExecSync, httpGet with net/http, sleep on Clock.
+	HookRunner HookRunner
 }
 
 func (o Options) withDefaults() Options {

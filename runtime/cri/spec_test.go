@@ -175,8 +175,8 @@ func TestUnsupportedFieldsAreNamed(t *testing.T) {
 			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{}}}}
 		}, "spec.containers[0].env[1].valueFrom"},
 		{"hooks", func(p *v1.Pod) {
-			p.Spec.InitContainers = []v1.Container{{Name: "i", Image: "img", Lifecycle: &v1.Lifecycle{PreStop: &v1.LifecycleHandler{}}}}
-		}, "spec.initContainers[0].lifecycle"},
+			p.Spec.InitContainers = []v1.Container{{Name: "i", Image: "img", Lifecycle: &v1.Lifecycle{PreStop: &v1.LifecycleHandler{TCPSocket: &v1.TCPSocketAction{}}}}}
+		}, "spec.initContainers[0].lifecycle.preStop.tcpSocket"},
 		{"sysctls", func(p *v1.Pod) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "a", Value: "b"}}}
 		}, "spec.securityContext.sysctls"},

@@ -337,7 +337,8 @@ func (s *podSync) start(ctx context.Context, c *v1.Container) error {
 // changed, say) and starts a new one, with no back-off, as the kubelet does.
 func (s *podSync) replace(ctx context.Context, c *v1.Container, cur *runtime.ContainerStatus) error {
 	s.r.log.V(2).Info("container spec changed; restarting it", "pod", s.pod.Namespace+"/"+s.pod.Name, "container", c.Name)
-	if err := s.r.stopContainer(ctx, cur.ID.ID, gracePeriodOf(s.pod)); err != nil {
+	t := target{id: cur.ID.ID, name: c.Name, spec: findContainer(s.pod, c.Name), pod: s.pod, sandboxID: s.sandboxID}
+	if err := s.r.stopTargets(ctx, []target{t}, func(target) int64 { return gracePeriodOf(s.pod) }); err != nil {
 		return s.wrap(c, err)
 	}
 	return s.start(ctx, c)
@@ -369,7 +370,7 @@ func (s *podSync) finish(ctx context.Context) error {
 	var ts []target
 	for _, cs := range s.st.ContainerStatuses {
 		if cs.State != runtime.ContainerStateExited && (s.fresh || s.current(cs.Name) == cs) {
-			ts = append(ts, target{id: cs.ID.ID, name: cs.Name, typ: containerType(s.pod, cs.Name), index: containerIndex(s.pod, cs.Name)})
+			ts = append(ts, target{id: cs.ID.ID, name: cs.Name, typ: containerType(s.pod, cs.Name), index: containerIndex(s.pod, cs.Name), spec: findContainer(s.pod, cs.Name), pod: s.pod, sandboxID: s.sandboxID})
 		}
 	}
 	errs := []error{s.r.stopOrdered(ctx, ts, func(target) int64 { return gracePeriodOf(s.pod) })}

@@ -59,8 +59,15 @@ func unsupported(pod *v1.Pod) []error {
 				no(fmt.Sprintf("%s.env[%d].valueFrom", field, j))
 			}
 		}
-		if c.Lifecycle != nil && (c.Lifecycle.PostStart != nil || c.Lifecycle.PreStop != nil || c.Lifecycle.StopSignal != nil) {
-			no(field + ".lifecycle")
+		if c.Lifecycle != nil {
+			if c.Lifecycle.StopSignal != nil {
+				no(field + ".lifecycle.stopSignal")
+			}
+			for name, h := range map[string]*v1.LifecycleHandler{"postStart": c.Lifecycle.PostStart, "preStop": c.Lifecycle.PreStop} {
+				if h != nil && h.TCPSocket != nil {
+					no(field + ".lifecycle." + name + ".tcpSocket")
+				}
+			}
 		}
 		if sc := c.SecurityContext; sc != nil {
 			if sc.SELinuxOptions != nil {

@@ -45,6 +45,13 @@ func (b *backOff) wait(key string, finishedAt time.Time) time.Duration {
 	return 0
 }
 
+// delay is the current delay of key (0 when none).
+func (b *backOff) delay(key string) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.byKey[key].delay
+}
+
 // next records a restart and grows the delay.
 func (b *backOff) next(key string) {
 	b.mu.Lock()

@@ -54,6 +54,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	cfg, err := r.containerConfig(pod, c, restartCount, user)
 	if err != nil {
+		r.event(pod, v1.EventTypeWarning, EventFailed, "Error: %v", err)
 		return err
 	}
 	cctx, cancel := r.callCtx(ctx, 0)
@@ -64,12 +65,16 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	})
 	cancel()
 	if err != nil {
+		r.event(pod, v1.EventTypeWarning, EventFailed, "Error: %v", fromGRPC(err))
 		return fmt.Errorf("create container %q of pod %s: %w", c.Name, podRef(pod), fromGRPC(err))
 	}
 	id := resp.GetContainerId()
+	r.event(pod, v1.EventTypeNormal, EventCreated, "Created container: %s", c.Name)
 	if err := r.startCreated(ctx, id); err != nil {
+		r.event(pod, v1.EventTypeWarning, EventFailed, "Error: %v", err)
 		return fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err)
 	}
+	r.event(pod, v1.EventTypeNormal, EventStarted, "Started container %s", c.Name)
 	r.log.V(2).Info("container started", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "container", c.Name, "containerID", id, "restartCount", restartCount)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		return r.postStart(ctx, pod, c, id, sandboxID)
@@ -87,8 +92,10 @@ func (r *Runtime) postStart(ctx context.Context, pod *v1.Pod, c *v1.Container, i
 	if err == nil {
 		return nil
 	}
+	r.event(pod, v1.EventTypeWarning, EventFailedPostStartHook, "PostStartHook failed: %v", err)
 	r.log.Info("postStart hook failed; killing the container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "err", err)
 	herr := fmt.Errorf("container %q of pod %s: %w: FailedPostStartHook: %w", c.Name, podRef(pod), ErrHook, err)
+	r.event(pod, v1.EventTypeNormal, EventKilling, "FailedPostStartHook")
 	if kerr := r.stopContainer(ctx, id, gracePeriodOf(pod)); kerr != nil {
 		return errors.Join(herr, kerr)
 	}

@@ -191,6 +191,7 @@ func (r *Runtime) stopTargets(ctx context.Context, ts []target, grace func(targe
 	var wg sync.WaitGroup
 	for i, t := range ts {
 		wg.Go(func() {
+			r.event(t.pod, v1.EventTypeNormal, EventKilling, "Stopping container %s", t.name)
 			if err := r.stopContainer(ctx, t.id, r.preStop(ctx, t, grace(t))); err != nil {
 				errs[i] = fmt.Errorf("container %q: %w", t.name, err)
 			}
@@ -248,6 +249,7 @@ func (r *Runtime) preStop(ctx context.Context, t target, grace int64) int64 {
 	err := r.hooks.RunHook(hctx, HookTarget{Pod: t.pod, Container: t.spec, ContainerID: t.id, PodIP: r.podIPFor(ctx, h, t.sandboxID)}, h)
 	cancel()
 	if err != nil {
+		r.event(t.pod, v1.EventTypeWarning, EventFailedPreStopHook, "PreStopHook failed: %v", err)
 		r.log.Info("preStop hook failed", "pod", podRef(t.pod), "container", t.name, "err", err)
 	}
 	return grace - int64(r.opts.Clock.Since(begin)/time.Second)

@@ -107,6 +107,10 @@ type Options struct {
 	// HookRunner runs postStart and preStop handlers. Default: exec through
 	// CRI ExecSync, httpGet with net/http, sleep on Clock.
 	HookRunner HookRunner
+	// Recorder receives the kubelet's events about pods (Pulling, Pulled,
+	// Created, Started, Killing, BackOff, Failed, FailedPostStartHook,
+	// FailedPreStopHook), the *v1.Pod as object. nil: no events.
+	Recorder EventRecorder
 }
 
 func (o Options) withDefaults() Options {

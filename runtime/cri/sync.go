@@ -354,6 +354,7 @@ func (s *podSync) restart(ctx context.Context, c *v1.Container, cur *runtime.Con
 	}
 	key := backOffKey(s.pod, c.Name)
 	if wait := s.r.backOff.wait(key, cur.FinishedAt); wait > 0 {
+		s.r.event(s.pod, v1.EventTypeWarning, EventBackOff, "Back-off restarting failed container %s in pod %s", c.Name, podDesc(s.pod))
 		return fmt.Errorf("container %q of pod %s exited with %d; restart in %s: %w", c.Name, podRef(s.pod), cur.ExitCode, wait.Round(1e6), runtime.ErrBackOff)
 	}
 	s.r.backOff.next(key)

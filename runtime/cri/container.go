@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,7 +14,7 @@ import (
 )
 
 // containerConfig builds the CRI config of one container instance.
-func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, user imageUser) (*runtimeapi.ContainerConfig, error) {
+func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, user imageUser, ec envContext) (*runtimeapi.ContainerConfig, error) {
 	sc := effectiveSecurityContext(pod, c)
 	if err := verifyRunAsNonRoot(pod, c, sc, user); err != nil {
 		return nil, err
@@ -22,11 +23,26 @@ func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 	if m, ok := r.opts.NodeAllocatable[v1.ResourceMemory]; ok {
 		nodeMemory = m.Value()
 	}
+	names, values, err := containerEnv(pod, c, ec)
+	if err != nil {
+		return nil, fmt.Errorf("container %q of pod %s: %w: %w", c.Name, podRef(pod), runtime.ErrInvalidArgument, err)
+	}
+	lookup := func(n string) (string, bool) { v, ok := values[n]; return v, ok }
+	expandAll := func(in []string) []string {
+		if in == nil {
+			return nil
+		}
+		out := make([]string, len(in))
+		for i, s := range in {
+			out[i] = expand(s, lookup)
+		}
+		return out
+	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: c.Image},
-		Command:     c.Command,
-		Args:        c.Args,
+		Command:     expandAll(c.Command),
+		Args:        expandAll(c.Args),
 		WorkingDir:  c.WorkingDir,
 		Labels:      containerLabels(pod, c),
 		Annotations: containerAnnotations(pod, c, runtime.HashContainer(c), restartCount),
@@ -38,10 +54,8 @@ func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 			SecurityContext: r.linuxSecurityContext(pod, sc),
 		},
 	}
-	for _, e := range c.Env {
-		if e.ValueFrom == nil {
-			cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
-		}
+	for _, n := range names {
+		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: n, Value: []byte(values[n])})
 	}
 	return cfg, nil
 }
@@ -52,7 +66,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err != nil {
 		return err
 	}
-	cfg, err := r.containerConfig(pod, c, restartCount, user)
+	cfg, err := r.containerConfig(pod, c, restartCount, user, r.envContext(ctx, c, sandboxID))
 	if err != nil {
 		r.event(pod, v1.EventTypeWarning, EventFailed, "Error: %v", err)
 		return err
@@ -100,6 +114,32 @@ func (r *Runtime) postStart(ctx context.Context, pod *v1.Pod, c *v1.Container, i
 		return errors.Join(herr, kerr)
 	}
 	return herr
+}
+
+// envContext gives the downward API what it needs; the sandbox's IPs are
+// read only when an env var asks for them.
+func (r *Runtime) envContext(ctx context.Context, c *v1.Container, sandboxID string) envContext {
+	ec := envContext{hostIPs: r.opts.NodeIPs, allocatable: r.opts.NodeAllocatable}
+	needsIP := false
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && strings.HasPrefix(e.ValueFrom.FieldRef.FieldPath, "status.podIP") {
+			needsIP = true
+		}
+	}
+	if needsIP && sandboxID != "" {
+		if st, err := r.sandboxStatus(ctx, sandboxID); err == nil && st != nil {
+			if ip := st.GetNetwork().GetIp(); ip != "" {
+				ec.podIPs = append(ec.podIPs, ip)
+			}
+			for _, ip := range st.GetNetwork().GetAdditionalIps() {
+				ec.podIPs = append(ec.podIPs, ip.GetIp())
+			}
+		}
+	}
+	if len(ec.podIPs) == 0 {
+		ec.podIPs = r.opts.NodeIPs
+	}
+	return ec
 }
 
 // podIPFor reads the sandbox's IP when an httpGet handler needs it.

@@ -111,6 +111,10 @@ type Options struct {
 	// Created, Started, Killing, BackOff, Failed, FailedPostStartHook,
 	// FailedPreStopHook), the *v1.Pod as object. nil: no events.
 	Recorder EventRecorder
+	// NodeIPs are the node's addresses: status.hostIP(s) of the downward
+	// API, and status.podIP(s) of pods whose sandbox has no IP of its own
+	// (the node's network). Default: none (empty values).
+	NodeIPs []string
 }
 
 func (o Options) withDefaults() Options {

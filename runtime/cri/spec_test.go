@@ -94,7 +94,7 @@ func TestContainerConfigSecurityContext(t *testing.T) {
 		SeccompProfile:           &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: &profile},
 	}})
 	pod.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &fs, FSGroup: &fs, SupplementalGroups: []int64{5}, RunAsNonRoot: &yes}
-	cfg, err := r.containerConfig(pod, &pod.Spec.Containers[0], 0, imageUser{})
+	cfg, err := r.containerConfig(pod, &pod.Spec.Containers[0], 0, imageUser{}, envContext{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,12 +116,12 @@ func TestContainerConfigSecurityContext(t *testing.T) {
 
 	// Defaults: no_new_privs off, seccomp Unconfined; RuntimeDefault maps.
 	plain := specPod(v1.Container{})
-	cfg, _ = r.containerConfig(plain, &plain.Spec.Containers[0], 0, imageUser{})
+	cfg, _ = r.containerConfig(plain, &plain.Spec.Containers[0], 0, imageUser{}, envContext{})
 	if sc := cfg.GetLinux().GetSecurityContext(); sc.GetNoNewPrivs() || sc.GetSeccomp().GetProfileType() != runtimeapi.SecurityProfile_Unconfined || sc.GetRunAsUser() != nil {
 		t.Fatalf("defaults: %v", sc)
 	}
 	plain.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}
-	cfg, _ = r.containerConfig(plain, &plain.Spec.Containers[0], 0, imageUser{})
+	cfg, _ = r.containerConfig(plain, &plain.Spec.Containers[0], 0, imageUser{}, envContext{})
 	if cfg.GetLinux().GetSecurityContext().GetSeccomp().GetProfileType() != runtimeapi.SecurityProfile_RuntimeDefault {
 		t.Fatalf("pod-level RuntimeDefault: %v", cfg.GetLinux().GetSecurityContext().GetSeccomp())
 	}
@@ -146,7 +146,7 @@ func TestRunAsNonRoot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := specPod(v1.Container{SecurityContext: &v1.SecurityContext{RunAsNonRoot: &yes, RunAsUser: tc.runAs}})
-			_, err := r.containerConfig(pod, &pod.Spec.Containers[0], 0, tc.user)
+			_, err := r.containerConfig(pod, &pod.Spec.Containers[0], 0, tc.user, envContext{})
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("unexpected error %v", err)

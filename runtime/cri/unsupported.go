@@ -55,7 +55,18 @@ func unsupported(pod *v1.Pod) []error {
 			no(field + ".envFrom")
 		}
 		for j, e := range c.Env {
-			if e.ValueFrom != nil {
+			src := e.ValueFrom
+			switch {
+			case src == nil:
+			case src.FieldRef != nil:
+				if _, err := fieldRefValue(pod, src.FieldRef.FieldPath, envContext{}); err != nil {
+					no(fmt.Sprintf("%s.env[%d].valueFrom.fieldRef.fieldPath %q", field, j, src.FieldRef.FieldPath))
+				}
+			case src.ResourceFieldRef != nil:
+				if _, err := resourceFieldValue(pod, c, src.ResourceFieldRef, envContext{}); err != nil {
+					no(fmt.Sprintf("%s.env[%d].valueFrom.resourceFieldRef (%v)", field, j, err))
+				}
+			default:
 				no(fmt.Sprintf("%s.env[%d].valueFrom", field, j))
 			}
 		}

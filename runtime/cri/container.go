@@ -27,6 +27,10 @@ func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 	if err != nil {
 		return nil, fmt.Errorf("container %q of pod %s: %w: %w", c.Name, podRef(pod), runtime.ErrInvalidArgument, err)
 	}
+	mounts, err := r.volumeMounts(pod, c)
+	if err != nil {
+		return nil, fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err)
+	}
 	lookup := func(n string) (string, bool) { v, ok := values[n]; return v, ok }
 	expandAll := func(in []string) []string {
 		if in == nil {
@@ -46,6 +50,7 @@ func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		WorkingDir:  c.WorkingDir,
 		Labels:      containerLabels(pod, c),
 		Annotations: containerAnnotations(pod, c, runtime.HashContainer(c), restartCount),
+		Mounts:      mounts,
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,

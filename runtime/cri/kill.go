@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -226,6 +227,11 @@ func (r *Runtime) RemovePod(ctx context.Context, runningPod *runtime.Pod) error 
 	}
 	for _, id := range objs.sandboxes {
 		errs = append(errs, r.removeSandbox(ctx, id))
+	}
+	if dir, ok := r.podVolumeDir(uid); ok {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove volumes: %w", err))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove pod %s: %w", ref, err)

@@ -41,6 +41,7 @@ const (
 	DefaultGracePeriod        = int64(30) // seconds, when neither pod nor labels say
 	DefaultMaxMessageSize     = 16 << 20  // bytes, the kubelet's CRI client limit
 	DefaultSeccompProfileRoot = "/var/lib/podlife/seccomp"
+	DefaultVolumeRoot         = "/var/lib/podlife/pods"
 	// MinimumGracePeriod is the floor of every container stop, in seconds,
 	// as in the kubelet.
 	MinimumGracePeriod = int64(2)
@@ -115,6 +116,10 @@ type Options struct {
 	// API, and status.podIP(s) of pods whose sandbox has no IP of its own
 	// (the node's network). Default: none (empty values).
 	NodeIPs []string
+	// VolumeRoot is the folder under which each pod's emptyDir volumes are
+	// made (VolumeRoot/UID/volumes/kubernetes.io~empty-dir/NAME) and removed
+	// by RemovePod. Default /var/lib/podlife/pods.
+	VolumeRoot string
 }
 
 func (o Options) withDefaults() Options {
@@ -138,6 +143,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.VolumeRoot == "" {
+		o.VolumeRoot = DefaultVolumeRoot
 	}
 	if o.SeccompProfileRoot == "" {
 		o.SeccompProfileRoot = DefaultSeccompProfileRoot

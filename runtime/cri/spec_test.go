@@ -198,3 +198,37 @@ func TestUnsupportedFieldsAreNamed(t *testing.T) {
 		t.Fatalf("service account volume: %v", err)
 	}
 }
+
+func TestVolumeMountsInConfig(t *testing.T) {
+	root := t.TempDir()
+	r := specRuntime(t, func(o *Options) { o.VolumeRoot = root })
+	hc := v1.MountPropagationHostToContainer
+	pod := specPod(v1.Container{VolumeMounts: []v1.VolumeMount{
+		{Name: "e", MountPath: "/e", ReadOnly: true},
+		{Name: "h", MountPath: "/h", SubPath: "x", MountPropagation: &hc},
+		{Name: "kube-api-access-abc", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true},
+	}})
+	pod.Spec.Volumes = []v1.Volume{
+		{Name: "e", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		{Name: "h", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/srv"}}},
+		{Name: "kube-api-access-abc", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{}}},
+	}
+	cfg, err := r.containerConfig(pod, &pod.Spec.Containers[0], 0, imageUser{}, envContext{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*runtimeapi.Mount{
+		{ContainerPath: "/e", HostPath: root + "/u/volumes/kubernetes.io~empty-dir/e", Readonly: true},
+		{ContainerPath: "/h", HostPath: "/srv/x", Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
+	}
+	if diff := cmp.Diff(want, cfg.GetMounts(), protocmp.Transform()); diff != "" {
+		t.Fatalf("mounts (-want +got):\n%s", diff)
+	}
+	// Unsupported volume features are refused by name.
+	mem := specPod(v1.Container{VolumeMounts: []v1.VolumeMount{{Name: "m", MountPath: "/m", SubPathExpr: "$(X)"}}})
+	mem.Spec.Volumes = []v1.Volume{{Name: "m", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}}
+	err = validatePod(mem)
+	if err == nil || !strings.Contains(err.Error(), "spec.volumes[0].emptyDir.medium") || !strings.Contains(err.Error(), "spec.containers[0].volumeMounts[0].subPathExpr") {
+		t.Fatalf("got %v", err)
+	}
+}

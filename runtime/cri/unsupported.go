@@ -17,10 +17,8 @@ func unsupported(pod *v1.Pod) []error {
 	no := func(field string) {
 		errs = append(errs, fmt.Errorf("%s: not supported by podlife's CRI adapter: %w", field, runtime.ErrUnimplemented))
 	}
-	for i, vol := range pod.Spec.Volumes {
-		if !isServiceAccountVolume(&vol) {
-			no(fmt.Sprintf("spec.volumes[%d].%s", i, volumeKind(&vol.VolumeSource)))
-		}
+	for _, f := range volumeProblems(pod) {
+		no(f)
 	}
 	if pod.Spec.Resources != nil {
 		no("spec.resources")
@@ -43,11 +41,6 @@ func unsupported(pod *v1.Pod) []error {
 		}
 	}
 	check := func(field string, c *v1.Container) {
-		for j, m := range c.VolumeMounts {
-			if !serviceAccountVolumes(pod)[m.Name] {
-				no(fmt.Sprintf("%s.volumeMounts[%d]", field, j))
-			}
-		}
 		if len(c.VolumeDevices) > 0 {
 			no(field + ".volumeDevices")
 		}
@@ -139,14 +132,4 @@ func volumeKind(s *v1.VolumeSource) string {
 // automountServiceAccountToken: false on pods that must not expect it.
 func isServiceAccountVolume(v *v1.Volume) bool {
 	return v.Projected != nil && strings.HasPrefix(v.Name, "kube-api-access-")
-}
-
-func serviceAccountVolumes(pod *v1.Pod) map[string]bool {
-	m := map[string]bool{}
-	for i := range pod.Spec.Volumes {
-		if isServiceAccountVolume(&pod.Spec.Volumes[i]) {
-			m[pod.Spec.Volumes[i].Name] = true
-		}
-	}
-	return m
 }

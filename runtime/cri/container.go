@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +33,16 @@ func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 	mounts, err := r.volumeMounts(pod, c)
 	if err != nil {
 		return nil, fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err)
+	}
+	// The termination message file and the log are best effort (a
+	// VolumeRoot that cannot be written must not stop pods): without them
+	// the status has no termination message.
+	tm, tmHost, err := r.terminationMount(pod, c, restartCount)
+	if err != nil {
+		r.log.V(1).Info("no termination message file", "pod", podRef(pod), "container", c.Name, "err", err)
+	}
+	if tm != nil {
+		mounts = append(mounts, tm)
 	}
 	lookup := func(n string) (string, bool) { v, ok := values[n]; return v, ok }
 	expandAll := func(in []string) []string {
@@ -61,6 +74,16 @@ func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 	}
 	for _, n := range names {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: n, Value: []byte(values[n])})
+	}
+	if tmHost != "" {
+		cfg.Annotations[annotationTerminationLog] = tmHost
+	}
+	if logDir := r.logDirectory(pod); logDir != "" {
+		if err := os.MkdirAll(filepath.Join(logDir, c.Name), 0o755); err != nil {
+			r.log.V(1).Info("no log folder", "pod", podRef(pod), "container", c.Name, "err", err)
+		} else {
+			cfg.LogPath = filepath.Join(c.Name, strconv.Itoa(restartCount)+".log")
+		}
 	}
 	return cfg, nil
 }

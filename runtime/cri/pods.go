@@ -153,6 +153,7 @@ func (r *Runtime) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 		if err == nil && resp.GetStatus() != nil {
 			cs := toContainerStatus(rtName, resp.GetStatus())
 			cs.SandboxID = c.GetPodSandboxId()
+			terminationMessage(cs, resp.GetStatus())
 			status.ContainerStatuses = append(status.ContainerStatuses, cs)
 		}
 	}

@@ -51,6 +51,7 @@ func (r *Runtime) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 			},
 		},
 	}
+	cfg.LogDirectory = r.logDirectory(pod)
 	if !r.usesNodeNetwork(pod) {
 		cfg.Hostname = pod.Name
 		if pod.Spec.Hostname != "" {

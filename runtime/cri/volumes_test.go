@@ -93,3 +93,25 @@ func TestHostPathTypeChecks(t *testing.T) {
 		})
 	}
 }
+
+func TestTerminationMessageFromFile(t *testing.T) {
+	root := t.TempDir()
+	srv, ep := startFake(t, fakecri.Options{})
+	rt := newRuntime(t, ep, func(o *cri.Options) { o.VolumeRoot = root })
+	ctx := ctxT(t)
+	pod := testPod("tm", v1.RestartPolicyNever, v1.Container{Name: "c", TerminationMessagePath: "/dev/termination-log"})
+	if err := rt.SyncPod(ctx, pod, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The container writes its message through the mount; here, the test does.
+	host := filepath.Join(root, string(pod.UID), "containers", "c", "0")
+	if err := os.WriteFile(host, []byte("disk full"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.ExitContainer(podStatus(t, rt, pod).FindContainerStatusByName("c").ID.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if c := podStatus(t, rt, pod).FindContainerStatusByName("c"); c.Message != "disk full" || c.ExitCode != 1 || c.Reason != "Error" {
+		t.Fatalf("status %+v, want message \"disk full\", exit 1, reason Error", c)
+	}
+}

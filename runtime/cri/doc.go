@@ -73,6 +73,22 @@
 // not make a completed pod Running); runtime.ContainerStatus.SandboxID tells
 // which instances belong to the current sandbox.
 //
-// Ephemeral containers, probes, lifecycle hooks, volumes, ports and
-// resources are not implemented; ephemeral containers are rejected.
+// # Container config, hooks, events
+//
+// Resources become CRI Linux resources (cpu shares, CFS quota, memory
+// limit, OOM score by runtime.QOSClass); the security context, env
+// valueFrom (fieldRef, resourceFieldRef), $(VAR) expansion, emptyDir and
+// hostPath volumes are honoured; docs/pod-spec.md lists every field. A
+// field the adapter does not honour makes SyncPod fail with an error
+// naming it (runtime.ErrInvalidArgument and runtime.ErrUnimplemented).
+// postStart and preStop hooks run through Options.HookRunner (default:
+// ExecSync, net/http, sleep); a failed postStart kills the container
+// (ErrHook); preStop time comes out of the grace period. Options.Recorder
+// receives the kubelet's events. (*Runtime).BackOff gives the
+// CrashLoopBackOff messages of containers waiting for their back-off;
+// runtime.ContainerStatus.Message carries the termination message (the
+// terminationMessagePath file, or the log with FallbackToLogsOnError) and
+// Reason the runtime's Completed, Error or OOMKilled.
+//
+// Probes are not run here (runtime/prober).
 package cri

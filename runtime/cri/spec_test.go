@@ -181,6 +181,7 @@ func TestUnsupportedFieldsAreNamed(t *testing.T) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "a", Value: "b"}}}
 		}, "spec.securityContext.sysctls"},
 		{"pod resources", func(p *v1.Pod) { p.Spec.Resources = &v1.ResourceRequirements{} }, "spec.resources"},
+		{"host PID", func(p *v1.Pod) { p.Spec.HostPID = true }, "spec.hostPID: not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := specPod(v1.Container{})

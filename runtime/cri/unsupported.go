@@ -29,6 +29,12 @@ func unsupported(pod *v1.Pod) []error {
 	if pod.Spec.DNSConfig != nil {
 		no("spec.dnsConfig")
 	}
+	if pod.Spec.HostPID {
+		no("spec.hostPID")
+	}
+	if pod.Spec.HostIPC {
+		no("spec.hostIPC")
+	}
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		if psc.SELinuxOptions != nil {
 			no("spec.securityContext.seLinuxOptions")

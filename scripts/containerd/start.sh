@@ -119,8 +119,8 @@ ctr() { "$CTR" --address "$SOCK" -n k8s.io "$@" 2>>"$LOG"; }
 
 # ------------------------------------------------------------ pause image
 # A static Go binary (sleeps until SIGTERM/SIGINT, reaps children; "echo",
-# "log", "exit" and "hang" modes for exec, log, exit-code and grace-period
-# tests), packed as an OCI image-layout archive by a standard-library-only Go
+# "log", "exit", "hang", "serve" and "write" modes for exec, log, exit-code,
+# grace-period, HTTP-probe and termination-message tests), packed as an OCI image-layout archive by a standard-library-only Go
 # program.
 build_image() {
 	local b=$CRI_DIR/build
@@ -142,10 +142,17 @@ EOF
 //	pause exit CODE [SECONDS]   exit with CODE, after SECONDS (default 0)
 //	pause hang                  ignore SIGTERM/SIGINT: only SIGKILL ends it
 //	                            (for grace-period tests)
+//	pause serve PORT [SECONDS]  after SECONDS (default 0) answer HTTP 200 on
+//	                            every path at :PORT, then sleep as above
+//	                            (for readiness/liveness httpGet probes)
+//	pause write FILE CODE TEXT...  write TEXT to FILE (created, truncated),
+//	                            then exit with CODE (termination messages,
+//	                            exec hooks that leave a mark)
 package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -176,6 +183,33 @@ func main() {
 			os.Exit(code)
 		case "hang":
 			hang = true
+		case "serve":
+			port, secs := "8080", 0.0
+			if len(os.Args) > 2 {
+				port = os.Args[2]
+			}
+			if len(os.Args) > 3 {
+				secs, _ = strconv.ParseFloat(os.Args[3], 64)
+			}
+			go func() {
+				time.Sleep(time.Duration(secs * float64(time.Second)))
+				fmt.Printf("pause: serving on :%s\n", port)
+				err := http.ListenAndServe(":"+port, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					fmt.Fprintln(w, "ok")
+				}))
+				fmt.Fprintf(os.Stderr, "pause: serve: %v\n", err)
+			}()
+		case "write":
+			if len(os.Args) < 4 {
+				fmt.Fprintln(os.Stderr, "pause: usage: pause write FILE CODE TEXT...")
+				os.Exit(2)
+			}
+			code, _ := strconv.Atoi(os.Args[3])
+			if err := os.WriteFile(os.Args[2], []byte(strings.Join(os.Args[4:], " ")), 0o644); err != nil {
+				fmt.Fprintf(os.Stderr, "pause: write: %v\n", err)
+				os.Exit(2)
+			}
+			os.Exit(code)
 		}
 	}
 	sigs := make(chan os.Signal, 4)

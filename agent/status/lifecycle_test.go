@@ -27,7 +27,7 @@ func deleting(p *v1.Pod) *v1.Pod {
 
 func TestDeleteOnlyAfterTerminalWrittenAndFinished(t *testing.T) {
 	pod := deleting(testPod("a", "uid-a"))
-	h := newHarness(t, nil, pod)
+	h := newHarness(t, noHold, pod)
 	h.states.set(pod.UID, true)
 	h.run()
 	ctx := context.Background()

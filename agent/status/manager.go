@@ -28,9 +28,11 @@ type Manager struct {
 	version uint64
 	pods    map[types.UID]*entry
 	// queue holds the pods ready to be written, each at most once
-	// (entry.queued); backoff the pods waiting for a retry (entry.retryAt).
+	// (entry.queued); backoff the pods waiting for a retry (entry.retryAt);
+	// held the pods whose transient status waits (entry.holdUntil).
 	queue   []types.UID
 	backoff map[types.UID]*entry
+	held    map[types.UID]*entry
 }
 
 // entry is what the Manager knows of one pod, under Manager.mu.
@@ -52,6 +54,7 @@ type entry struct {
 	inFlight       bool
 	failures       int
 	retryAt        time.Time // non-zero while backing off
+	holdUntil      time.Time // non-zero while a transient status is held
 }
 
 // New returns a Manager. It starts nothing; call Run.
@@ -65,6 +68,7 @@ func New(opts Options) (*Manager, error) {
 		wake:    make(chan struct{}, 1),
 		pods:    map[types.UID]*entry{},
 		backoff: map[types.UID]*entry{},
+		held:    map[types.UID]*entry{},
 	}
 	if opts.Registerer != nil {
 		mm, err := newManagerMetrics(opts.Registerer, opts.MetricsNamespace, m.queueLength)
@@ -101,6 +105,10 @@ func (m *Manager) record(pod, mirrorPod *v1.Pod, status v1.PodStatus, finished b
 		return
 	}
 	status = *status.DeepCopy()
+	// Asked before locking: the pod workers' lock is never taken under
+	// ours.
+	could := m.opts.HoldTransient > 0 && !finished && isTerminalPhase(status.Phase) &&
+		m.opts.PodStates.CouldHaveRunningContainers(pod.UID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.pods[pod.UID]
@@ -111,14 +119,47 @@ func (m *Manager) record(pod, mirrorPod *v1.Pod, status v1.PodStatus, finished b
 	m.version++
 	e.pod, e.mirror, e.status, e.version = pod, mirrorPod, status, m.version
 	e.finished = e.finished || finished
-	m.enqueueLocked(pod.UID, e)
+	transient := m.opts.HoldTransient > 0 && !e.finished &&
+		(could || (e.written == nil && e.lastResponse == nil && notStarted(&status)))
+	switch {
+	case transient && e.holdUntil.IsZero():
+		e.holdUntil = m.opts.Clock.Now().Add(m.opts.HoldTransient)
+		m.held[pod.UID] = e
+		m.signal() // the dispatcher's next wake-up may be sooner now
+	case transient:
+		// Still held: the hold is counted from the first transient status.
+	default:
+		if !e.holdUntil.IsZero() {
+			e.holdUntil = time.Time{}
+			delete(m.held, pod.UID)
+		}
+		m.enqueueLocked(pod.UID, e)
+	}
+}
+
+// notStarted reports whether st says nothing of the pod has run yet: phase
+// Pending and no container, init or regular, running or terminated, now or
+// before.
+func notStarted(st *v1.PodStatus) bool {
+	if st.Phase != v1.PodPending {
+		return false
+	}
+	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for i := range list {
+			c := &list[i]
+			if c.State.Running != nil || c.State.Terminated != nil || c.LastTerminationState.Terminated != nil || c.RestartCount > 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // enqueueLocked queues the pod for a write unless it is queued, being
 // written (it is queued again when that write ends), backing off (the retry
-// writes the newest status) or gone.
+// writes the newest status), held (the hold's end queues it) or gone.
 func (m *Manager) enqueueLocked(uid types.UID, e *entry) {
-	if e.gone || e.queued || e.inFlight || !e.retryAt.IsZero() {
+	if e.gone || e.queued || e.inFlight || !e.retryAt.IsZero() || !e.holdUntil.IsZero() {
 		return
 	}
 	e.queued = true
@@ -156,6 +197,7 @@ func (m *Manager) Forget(uid types.UID) {
 func (m *Manager) forgetLocked(uid types.UID) {
 	delete(m.pods, uid)
 	delete(m.backoff, uid)
+	delete(m.held, uid)
 	// The queue skips UIDs it no longer knows.
 }
 
@@ -176,14 +218,15 @@ func (m *Manager) RemoveOrphanStatuses(keep map[types.UID]bool) int {
 }
 
 // Pending returns the number of pods whose newest status is queued, being
-// written or waiting for a retry. Zero means every status recorded has been
-// written, held back by the terminal-phase rule, or dropped.
+// written, held (Options.HoldTransient) or waiting for a retry. Zero means
+// every status recorded has been written, held back by the terminal-phase
+// rule, or dropped.
 func (m *Manager) Pending() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
 	for _, e := range m.pods {
-		if e.queued || e.inFlight || !e.retryAt.IsZero() {
+		if e.queued || e.inFlight || !e.retryAt.IsZero() || !e.holdUntil.IsZero() {
 			n++
 		}
 	}
@@ -203,7 +246,7 @@ func (m *Manager) IsGone(uid types.UID) bool {
 func (m *Manager) queueLength() float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return float64(len(m.queue) + len(m.backoff))
+	return float64(len(m.queue) + len(m.backoff) + len(m.held))
 }
 
 // Run writes statuses until ctx is done, then waits for every write in
@@ -297,9 +340,9 @@ func (m *Manager) dispatch(ctx context.Context, work chan<- types.UID) {
 	}
 }
 
-// next moves the pods whose back-off is over to the queue and pops the
-// first ready pod, marking it in flight. Without one, wait is how long until
-// the next back-off ends (0: none).
+// next moves the pods whose back-off or hold is over to the queue and pops
+// the first ready pod, marking it in flight. Without one, wait is how long
+// until the next back-off or hold ends (0: none).
 func (m *Manager) next() (uid types.UID, ok bool, wait time.Duration) {
 	now := m.opts.Clock.Now()
 	m.mu.Lock()
@@ -308,6 +351,13 @@ func (m *Manager) next() (uid types.UID, ok bool, wait time.Duration) {
 		if !e.retryAt.After(now) {
 			delete(m.backoff, id)
 			e.retryAt = time.Time{}
+			m.enqueueLocked(id, e)
+		}
+	}
+	for id, e := range m.held {
+		if !e.holdUntil.After(now) {
+			delete(m.held, id)
+			e.holdUntil = time.Time{}
 			m.enqueueLocked(id, e)
 		}
 	}
@@ -331,6 +381,11 @@ func (m *Manager) next() (uid types.UID, ok bool, wait time.Duration) {
 	}
 	for _, e := range m.backoff {
 		if d := e.retryAt.Sub(now); wait == 0 || d < wait {
+			wait = d
+		}
+	}
+	for _, e := range m.held {
+		if d := e.holdUntil.Sub(now); wait == 0 || d < wait {
 			wait = d
 		}
 	}

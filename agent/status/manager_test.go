@@ -94,7 +94,7 @@ func TestChangesCoalesceNewestWins(t *testing.T) {
 
 func TestTerminalPhaseHeldWhileContainersMayRun(t *testing.T) {
 	pod := testPod("a", "uid-a")
-	h := newHarness(t, nil, pod)
+	h := newHarness(t, noHold, pod)
 	h.states.set(pod.UID, true)
 	h.run()
 	_ = h.m.SetPodStatus(context.Background(), pod, nil, running("up"))

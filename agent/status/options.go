@@ -51,6 +51,9 @@ const (
 	// that may follow), so that an API server that stops answering cannot
 	// hold a worker for ever.
 	DefaultRequestTimeout = 30 * time.Second
+	// DefaultHoldTransient is how long a transient status waits for the
+	// next one before it is written (see Options.HoldTransient).
+	DefaultHoldTransient = time.Second
 	// DefaultMetricsNamespace prefixes the metric names, as the package
 	// metrics does: the kubelet's names.
 	DefaultMetricsNamespace = "kubelet"
@@ -93,6 +96,22 @@ type Options struct {
 	BackoffBase, BackoffMax time.Duration
 	// RequestTimeout bounds one write. Default DefaultRequestTimeout (30 s).
 	RequestTimeout time.Duration
+	// HoldTransient is how long a transient status is held back, waiting
+	// for the status that follows it, before it is written. Two statuses
+	// are transient: a pod's first status while nothing of it has run yet
+	// (Pending, every container waiting: the status recorded before the
+	// containers are started), and a terminal phase recorded while the pod
+	// could still have running containers (written, as the terminal-phase
+	// rule wants, without its phase). Either is usually followed within
+	// milliseconds by the status that matters (the pod running; the pod
+	// finished), and writing only that one saves one request per pod start
+	// and per pod stop. A status recorded while the pod is held replaces
+	// the held one and is written at once unless it is transient too; the
+	// hold never lasts longer than HoldTransient from the first transient
+	// status, so a slow image pull still shows ContainerCreating after it.
+	// Default DefaultHoldTransient (1 s); negative: no hold (every status is
+	// written as soon as a worker is free, as the kubelet does).
+	HoldTransient time.Duration
 
 	// Registerer receives the metrics (see doc.go). Default nil: no
 	// metrics.
@@ -123,6 +142,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.HoldTransient == 0 {
+		o.HoldTransient = DefaultHoldTransient
 	}
 	if o.MetricsNamespace == "" {
 		o.MetricsNamespace = DefaultMetricsNamespace

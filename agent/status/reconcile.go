@@ -13,7 +13,7 @@ func (m *Manager) reconcile() {
 	m.mu.Lock()
 	snaps := make([]snapshot, 0, len(m.pods))
 	for uid, e := range m.pods {
-		if e.gone || e.queued || e.inFlight || !e.retryAt.IsZero() {
+		if e.gone || e.queued || e.inFlight || !e.retryAt.IsZero() || !e.holdUntil.IsZero() {
 			continue
 		}
 		snaps = append(snaps, e.snapshot(uid))

@@ -83,7 +83,48 @@ func (s *syncer) SyncPod(ctx context.Context, updateType podworker.SyncPodType, 
 		}
 		return false, fmt.Errorf("sync pod %s: %w", podRef(pod), err)
 	}
+	if mayHaveStarted(pod, podStatus) {
+		a.publishStarted(ctx, pod, mirrorPod)
+	}
 	return false, nil
+}
+
+// mayHaveStarted reports whether a successful SyncPod given podStatus may
+// have started containers: some regular container of the spec was not
+// running in it.
+func mayHaveStarted(pod *v1.Pod, podStatus *runtime.PodStatus) bool {
+	if podStatus == nil {
+		return true
+	}
+	for i := range pod.Spec.Containers {
+		cs := podStatus.FindContainerStatusByName(pod.Spec.Containers[i].Name)
+		if cs == nil || cs.State != runtime.ContainerStateRunning {
+			return true
+		}
+	}
+	return false
+}
+
+// publishStarted reads the pod's status from the runtime right after
+// SyncPod started containers, stores it in the cache and publishes the
+// status it gives, so that the pod shows Running now rather than after the
+// relister's next pass (up to its period later). The relister still sees
+// the change and syncs the pod again, with the same status. A failed read
+// changes nothing: the relister catches up.
+func (a *Agent) publishStarted(ctx context.Context, pod, mirrorPod *v1.Pod) {
+	ts := a.clock.Now()
+	fresh, err := a.rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		a.log.V(2).Info("reading the status of a pod just started failed; the relister will", "pod", podRef(pod), "podUID", pod.UID, "err", err)
+		return
+	}
+	a.cache.Set(pod.UID, fresh, nil, ts)
+	a.probeContainers(pod, fresh)
+	st := a.generateStatus(pod, fresh, false)
+	if isTerminalPhase(st.Phase) {
+		return // the pod worker learns it from its next sync
+	}
+	a.publishStatus(ctx, pod, mirrorPod, st)
 }
 
 // Event reasons the agent records, as the kubelet names them. The agent
@@ -153,7 +194,11 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 	if after.HasRunningContainers() || after.HasReadySandbox() {
 		return fmt.Errorf("pod %s: %w", podRef(pod), ErrStillRunning)
 	}
-	st := a.generateStatus(pod, after, false)
+	// As the kubelet (since 1.27): once stopped, the pod is terminal; the
+	// phase reaches the API server with the final status (the status
+	// manager does not write a terminal phase while the pod worker may
+	// still run containers).
+	st := a.generateStatus(pod, after, true)
 	if r, ok := a.rejection(pod.UID); ok {
 		st = rejectedStatus(pod, r) // killed so that it can be deleted
 	}

@@ -112,17 +112,21 @@ func New(opts Options) (*Agent, error) {
 	}
 	var err error
 	a.relist, err = runtime.NewRelister(runtime.RelisterOptions{
-		Runtime:  opts.Runtime,
-		Cache:    a.cache,
-		Interval: opts.RelistInterval,
-		Workers:  opts.RelistWorkers,
-		Clock:    opts.Clock,
-		Logger:   opts.Logger.WithName("relister"),
-		OnEvent:  a.handleRuntimeEvent,
+		Runtime:         opts.Runtime,
+		Cache:           a.cache,
+		Interval:        opts.RelistInterval,
+		MinKickInterval: opts.RelistKickInterval,
+		Workers:         opts.RelistWorkers,
+		Clock:           opts.Clock,
+		Logger:          opts.Logger.WithName("relister"),
+		OnEvent:         a.handleRuntimeEvent,
 	})
 	if err != nil {
 		return nil, a.cleanup(fmt.Errorf("agent: relister: %w", err))
 	}
+	// A pod worker waiting for a status newer than its last sync gets a
+	// relist soon, not up to RelistInterval later.
+	a.cache.OnWait(a.relist.Kick)
 	a.syncer = &syncer{a: a}
 	wopts := podworker.Options{
 		Syncer:            a.syncer,

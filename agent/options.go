@@ -123,9 +123,18 @@ type Options struct {
 	HousekeepingInterval time.Duration
 	// RelistInterval is the period of the runtime relist that refreshes the
 	// status cache and wakes the pods whose containers changed. Every pod
-	// transition waits for a relist newer than the previous sync, so this
-	// bounds the latency of each step. Default 1s.
+	// transition waits for a relist newer than the previous sync; a pod
+	// worker that has to wait asks for one at once (RelistKickInterval), so
+	// this bounds the latency of a step only when such relists are off.
+	// Default 1s.
 	RelistInterval time.Duration
+	// RelistKickInterval spaces the relists that waiting pod workers ask
+	// for (runtime.RelisterOptions.MinKickInterval): at least this long, and
+	// three times the last relist's duration, between two relist starts.
+	// Default 100 ms; negative: relists only every RelistInterval, as the
+	// kubelet's PLEG (each step of a pod's life then waits up to a
+	// RelistInterval for its status).
+	RelistKickInterval time.Duration
 	// RelistWorkers is how many changed pods a relist inspects at once
 	// (runtime.RelisterOptions.Workers). Default 8.
 	RelistWorkers int

@@ -49,6 +49,17 @@ type MemoryCache struct {
 	pods      map[types.UID]cacheEntry
 	timestamp time.Time // zero until the first UpdateTime
 	waiters   map[types.UID]map[*cacheWaiter]struct{}
+	onWait    func()
+}
+
+// OnWait sets f, which the cache calls (without its lock held) each time a
+// GetNewerThan call finds nothing new enough and begins to wait, so that
+// whoever fills the cache can do it sooner than planned: the agent passes
+// its Relister's Kick. f must return quickly. nil (the default) removes it.
+func (c *MemoryCache) OnWait(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onWait = f
 }
 
 var _ Cache = (*MemoryCache)(nil)
@@ -101,7 +112,11 @@ func (c *MemoryCache) GetNewerThan(ctx context.Context, uid types.UID, minTime t
 		c.waiters[uid] = set
 	}
 	set[w] = struct{}{}
+	onWait := c.onWait
 	c.mu.Unlock()
+	if onWait != nil {
+		onWait()
+	}
 
 	select {
 	case <-w.ready:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,4 +237,27 @@ func TestCacheConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+func TestCacheOnWaitCalledWhenAWaitBegins(t *testing.T) {
+	c := NewCache()
+	var calls atomic.Int32
+	c.OnWait(func() { calls.Add(1) })
+	c.Set("a", &PodStatus{ID: "a"}, nil, at(2))
+	if _, err := c.GetNewerThan(context.Background(), "a", at(1)); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("OnWait called %d times for data already new enough", n)
+	}
+	done := waitFor(t, c, context.Background(), "a", at(2))
+	deadline := time.Now().Add(10 * time.Second)
+	for calls.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("OnWait called %d times, want 1 for the wait", calls.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.UpdateTime(at(3))
+	expectDone(t, done, nil)
 }

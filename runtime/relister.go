@@ -58,6 +58,13 @@ type RelisterOptions struct {
 	// lock held. It should hand the event off quickly (to a channel, a work
 	// queue or PodWorkers.UpdatePod); relisting waits for it.
 	OnEvent func(PodEvent)
+	// MinKickInterval spaces the relists Kick asks for: one starts no
+	// sooner than MinKickInterval, nor sooner than three times the last
+	// relist's duration (so that kicked relists take at most a third of
+	// the time), after the previous relist began. Default
+	// DefaultMinKickInterval (100 ms); negative: Kick does nothing and
+	// relists follow Interval alone, as the kubelet's PLEG.
+	MinKickInterval time.Duration
 	// Workers is how many changed pods a relist inspects at once (their
 	// GetPodStatus calls run in parallel; the cache is written and OnEvent
 	// called by the relisting goroutine alone). Default 8
@@ -67,6 +74,9 @@ type RelisterOptions struct {
 
 // DefaultRelistInterval is the default RelisterOptions.Interval.
 const DefaultRelistInterval = time.Second
+
+// DefaultMinKickInterval is the default RelisterOptions.MinKickInterval.
+const DefaultMinKickInterval = 100 * time.Millisecond
 
 // DefaultRelistWorkers is the default RelisterOptions.Workers.
 const DefaultRelistWorkers = 8
@@ -80,6 +90,9 @@ func (o RelisterOptions) withDefaults() RelisterOptions {
 	}
 	if o.Workers == 0 {
 		o.Workers = DefaultRelistWorkers
+	}
+	if o.MinKickInterval == 0 {
+		o.MinKickInterval = DefaultMinKickInterval
 	}
 	return o
 }
@@ -117,6 +130,8 @@ func (o RelisterOptions) validate() error {
 type Relister struct {
 	opts RelisterOptions
 	log  logr.Logger
+	// kick has room for one request: Run relists soon (Kick).
+	kick chan struct{}
 
 	// sem serialises relists (capacity 1). Its holder owns the fields below
 	// it; they are never touched without it.
@@ -141,26 +156,68 @@ func NewRelister(opts RelisterOptions) (*Relister, error) {
 		opts:      opts,
 		log:       opts.Logger.WithName("relister"),
 		sem:       make(chan struct{}, 1),
+		kick:      make(chan struct{}, 1),
 		previous:  map[types.UID]*Pod{},
 		reinspect: map[types.UID]struct{}{},
 	}
 	return r, nil
 }
 
-// Run relists at once and then every Interval until ctx is done; it then
-// returns nil. A failed relist is logged and retried at the next tick.
+// Run relists at once and then every Interval, and when kicked (Kick),
+// until ctx is done; it then returns nil. A failed relist is logged and
+// retried at the next tick.
 func (r *Relister) Run(ctx context.Context) error {
 	t := r.opts.Clock.NewTicker(r.opts.Interval)
 	defer t.Stop()
 	for {
+		start := r.opts.Clock.Now()
 		if err := r.ForceRefresh(ctx); err != nil && ctx.Err() == nil {
 			r.log.Error(err, "relist failed")
 		}
+		gap := max(r.opts.MinKickInterval, 3*r.opts.Clock.Since(start))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
+		case <-r.kick:
+			if !r.waitUntil(ctx, t.C(), start.Add(gap)) {
+				return nil
+			}
 		}
+	}
+}
+
+// waitUntil waits until the clock reaches at, or the ticker ticks, and
+// reports false if ctx ended first.
+func (r *Relister) waitUntil(ctx context.Context, tick <-chan time.Time, at time.Time) bool {
+	d := at.Sub(r.opts.Clock.Now())
+	if d <= 0 {
+		return true
+	}
+	timer := r.opts.Clock.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tick:
+	case <-timer.C():
+	}
+	return true
+}
+
+// Kick asks Run for a relist soon rather than at the next Interval: as soon
+// as MinKickInterval (and three times the last relist's duration) has
+// passed since the last relist began. Kicks coalesce; Kick never blocks.
+// A pod worker waiting for a status newer than its last sync (after it
+// started or stopped containers) gets one in about MinKickInterval instead
+// of up to Interval. With a negative MinKickInterval it does nothing.
+func (r *Relister) Kick() {
+	if r.opts.MinKickInterval < 0 {
+		return
+	}
+	select {
+	case r.kick <- struct{}{}:
+	default:
 	}
 }
 

@@ -356,3 +356,39 @@ func TestRelisterConcurrentRefreshes(t *testing.T) {
 		t.Fatalf("ForceRefresh with a cancelled context: %v", err)
 	}
 }
+
+// TestRelisterKick: a kicked Run relists MinKickInterval after the last
+// relist began, long before its Interval.
+func TestRelisterKick(t *testing.T) {
+	rt := newListRuntime()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r, err := runtime.NewRelister(runtime.RelisterOptions{Runtime: rt, Cache: runtime.NewCache(), Clock: clk,
+		Interval: time.Hour, MinKickInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := func() int { rt.mu.Lock(); defer rt.mu.Unlock(); return rt.lists }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	poll(t, "first relist", func() bool { return lists() == 1 })
+	poll(t, "the ticker", clk.HasWaiters)
+	for want := 2; want <= 3; want++ {
+		r.Kick()
+		r.Kick() // coalesced with the first
+		clk.Step(100 * time.Millisecond)
+		poll(t, "kicked relist", func() bool { return lists() == want })
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	if n := lists(); n != 3 {
+		t.Fatalf("%d relists, want 3 (two kicks of two calls each)", n)
+	}
+}

@@ -1,0 +1,54 @@
+package agent_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/podworker/podworkertest"
+	"github.com/podlife/podlife/runtime/fakecri"
+)
+
+// TestStartedStatusPublishedWithoutARelist: the status published right after
+// SyncPod started the containers says Running, without waiting for the
+// relister (which here lists once, at start, and never again).
+func TestStartedStatusPublishedWithoutARelist(t *testing.T) {
+	_, endpoint := startFakeCRI(t, fakecri.Options{})
+	dir := t.TempDir()
+	writeManifest(t, dir, "web.yaml", manifest("web", 30))
+	ra := startAgentWith(t, endpoint, dir, func(o *agent.Options) {
+		o.RelistInterval = time.Hour
+		o.RelistKickInterval = -1
+		o.ResyncInterval = time.Hour
+	})
+	uid := ra.podUID(t, "web")
+	podworkertest.WaitFor(t, waitTimeout, "pod Running in the published status", func() bool {
+		st, ok := ra.StatusReporter().Status(uid)
+		return ok && st.Phase == v1.PodRunning && len(st.ContainerStatuses) == 1 &&
+			st.ContainerStatuses[0].State.Running != nil
+	})
+}
+
+// TestWaitingWorkerKicksARelist: with a relist period of an hour, a pod
+// removed from its source still goes through terminating, terminated and
+// finished, because each pod worker waiting for a status newer than its
+// last sync asks the relister for one.
+func TestWaitingWorkerKicksARelist(t *testing.T) {
+	_, endpoint := startFakeCRI(t, fakecri.Options{})
+	dir := t.TempDir()
+	writeManifest(t, dir, "web.yaml", manifest("web", 30))
+	ra := startAgentWith(t, endpoint, dir, func(o *agent.Options) {
+		o.RelistInterval = time.Hour
+		o.ResyncInterval = time.Hour
+	})
+	uid := ra.podUID(t, "web")
+	waitRunning(t, ra, uid)
+	if err := os.Remove(filepath.Join(dir, "web.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ra, uid)
+}

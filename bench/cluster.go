@@ -30,6 +30,10 @@ type ClusterWorkload struct {
 	Timeout  time.Duration // per phase (Running, gone); default 5m
 	Grace    int64         // terminationGracePeriodSeconds; default 2
 	Logf     func(format string, args ...any)
+	// BeforeDelete, when set, is called once every pod was seen Running
+	// (or the wait timed out), right before the deletes: a caller counting
+	// requests splits them there into the create and the delete phase.
+	BeforeDelete func()
 }
 
 // ClusterResult is what one ClusterWorkload run measured.
@@ -179,6 +183,9 @@ func (w *ClusterWorkload) Run(ctx context.Context, ns string) (ClusterResult, er
 	res.CreateCalls = time.Since(start)
 	w.Logf("%d pods created in %v", w.Pods, res.CreateCalls.Round(time.Millisecond))
 	res.Running, res.ToRunning = w.wait(ctx, allRun, &mu, &running, start, "Running")
+	if w.BeforeDelete != nil {
+		w.BeforeDelete()
+	}
 
 	delStart := time.Now()
 	if err := w.parallel(ctx, names, func(ctx context.Context, name string) error {

@@ -186,8 +186,10 @@ func runEngine(ctx context.Context, c config, eng string, admin kubernetes.Inter
 		}
 		ownBefore := own.Load()
 		pBefore := proxy.Snapshot()
+		var pMid map[string]int
 		w := &bench.ClusterWorkload{Admin: admin, Node: c.node, Pods: n, Creators: c.creators, Timeout: c.timeout,
-			Logf: func(f string, a ...any) { logf(eng+fmt.Sprintf(" %d pods: ", n)+f, a...) }}
+			Logf:         func(f string, a ...any) { logf(eng+fmt.Sprintf(" %d pods: ", n)+f, a...) },
+			BeforeDelete: func() { pMid = proxy.Snapshot() }}
 		ns := fmt.Sprintf("clusterbench-%s-%d-%d", eng, n, time.Now().Unix()%100000)
 		r.res, r.err = w.Run(ctx, ns)
 		// Let the last status writes and deletes of the engine land.
@@ -199,6 +201,11 @@ func runEngine(ctx context.Context, c config, eng string, admin kubernetes.Inter
 			r.server = after - before - float64(own.Load()-ownBefore)
 		}
 		logf("%s %d pods: %+v; engine requests %d (%s); load %s", eng, n, r.res, r.engReq, bench.FormatCounts(r.byKey), r.load)
+		if pMid != nil {
+			createPhase, nc := bench.Diff(pBefore, pMid)
+			deletePhase, nd := bench.Diff(pMid, proxy.Snapshot())
+			logf("%s %d pods: create phase %d (%s); delete phase %d (%s)", eng, n, nc, bench.FormatCounts(createPhase), nd, bench.FormatCounts(deletePhase))
+		}
 		rows = append(rows, r)
 		if r.err != nil || !r.res.RunningComplete() || !r.res.GoneComplete() {
 			if i < len(c.sizes)-1 {

@@ -259,11 +259,36 @@ func runDemo(ctx context.Context, out io.Writer, log logr.Logger) (bool, error) 
 		atStart[`kubelet_active_pods{static="true"}`] == 3 &&
 		atStart[`kubelet_working_pods{config="desired",lifecycle="sync",static="true"}`] == 3)
 
+	fmt.Fprintln(out, "== mesh: an init container, a sidecar behind a startup probe, an app with readiness and liveness probes")
+	if err := d.write("mesh.yaml", meshManifest); err != nil {
+		return false, err
+	}
+	t0 := time.Now()
+	var mesh agent.PodView
+	var why string
+	meshReady := poll(ctx, func() bool {
+		var ok bool
+		if mesh, ok = d.view("mesh"); !ok {
+			why = "not seen yet"
+			return false
+		}
+		st, ok := d.agent.StatusReporter().Status(mesh.UID)
+		if !ok {
+			why = "no status yet"
+			return false
+		}
+		why = meshNotReady(st)
+		return why == ""
+	})
+	d.expect("mesh: setup Completed, then proxy started, then app; Initialized and Ready ("+orDone(why)+")", meshReady)
+	d.rows = append(d.rows, row{mesh.Namespace + "/" + mesh.Name, short(mesh.UID), "init container, sidecar, probes: Ready", yesNo(meshReady),
+		"Running", time.Since(t0).Round(10 * time.Millisecond).String()})
+
 	fmt.Fprintln(out, "== cache is force-deleted (manifest removed) while the runtime fails its stops")
 	cache, _ := d.view("cache")
 	srv.FailTimes("StopContainer", 2, codes.Unavailable)
 	srv.FailTimes("StopPodSandbox", 2, codes.Unavailable)
-	t0 := time.Now()
+	t0 = time.Now()
 	if err := d.remove("cache.yaml"); err != nil {
 		return false, err
 	}
@@ -302,7 +327,7 @@ func runDemo(ctx context.Context, out io.Writer, log logr.Logger) (bool, error) 
 	fmt.Fprintln(out, "== the remaining manifests are removed: every pod must reach finished")
 	web, _ := d.view("web")
 	t0 = time.Now()
-	for _, name := range []string{"web.yaml", "again.yaml"} {
+	for _, name := range []string{"web.yaml", "again.yaml", "mesh.yaml"} {
 		if err := d.remove(name); err != nil {
 			return false, err
 		}
@@ -310,11 +335,12 @@ func runDemo(ctx context.Context, out io.Writer, log logr.Logger) (bool, error) 
 	allDone := poll(ctx, func() bool {
 		pods, err := rt.GetPods(ctx, true)
 		return err == nil && len(pods) == 0 && d.rec.count(web.UID) == 1 && d.rec.count(again.UID) == 2 &&
-			d.agent.Workers().Len() == 0
+			d.rec.count(mesh.UID) == 1 && d.agent.Workers().Len() == 0
 	})
-	d.expect("web and again finished, the runtime is empty and the workers forgot every pod", allDone)
+	d.expect("web, again and mesh finished, the runtime is empty and the workers forgot every pod", allDone)
 	d.rows = append(d.rows, d.finishedRow(again, "recreated with the same UID: 2nd incarnation", 1, t0))
 	d.rows = append(d.rows, d.finishedRow(web, "manifest removed", 0, t0))
+	d.rows = append(d.rows, d.finishedRow(mesh, "manifest removed", 0, t0))
 
 	// Two more housekeeping passes, so the gauges show the empty node.
 	n = d.agent.Housekeepings()
@@ -403,4 +429,79 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// meshManifest is manifests/mesh.yaml as a static pod of the demo: what
+// service meshes and most charts send. The probes exec "true", which the
+// embedded fakecri answers with exit code 0.
+const meshManifest = `apiVersion: v1
+kind: Pod
+metadata:
+  name: mesh
+  namespace: default
+spec:
+  terminationGracePeriodSeconds: 2
+  initContainers:
+  - name: setup
+    image: localhost/podlife/pause:1.0
+    args: ["exit", "0"]
+  - name: proxy
+    image: localhost/podlife/pause:1.0
+    restartPolicy: Always
+    startupProbe:
+      exec: {command: ["true"]}
+      periodSeconds: 1
+  containers:
+  - name: app
+    image: localhost/podlife/pause:1.0
+    readinessProbe:
+      exec: {command: ["true"]}
+      periodSeconds: 1
+    livenessProbe:
+      exec: {command: ["true"]}
+      periodSeconds: 5
+`
+
+// meshNotReady says what of the mesh pod's status is not yet as it should
+// end up ("" once it is): setup terminated Completed, proxy running and
+// started no later than app, app ready, conditions Initialized and Ready
+// True.
+func meshNotReady(st v1.PodStatus) string {
+	cond := func(t v1.PodConditionType) bool {
+		for _, c := range st.Conditions {
+			if c.Type == t {
+				return c.Status == v1.ConditionTrue
+			}
+		}
+		return false
+	}
+	find := func(list []v1.ContainerStatus, name string) *v1.ContainerStatus {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+		return nil
+	}
+	setup, proxy, app := find(st.InitContainerStatuses, "setup"), find(st.InitContainerStatuses, "proxy"), find(st.ContainerStatuses, "app")
+	switch {
+	case setup == nil || setup.State.Terminated == nil || setup.State.Terminated.Reason != "Completed":
+		return "setup not Completed"
+	case proxy == nil || proxy.State.Running == nil || proxy.Started == nil || !*proxy.Started:
+		return "proxy not started"
+	case app == nil || app.State.Running == nil || !app.Ready:
+		return "app not ready"
+	case app.State.Running.StartedAt.Before(&proxy.State.Running.StartedAt):
+		return "app started before proxy"
+	case !cond(v1.PodInitialized) || !cond(v1.PodReady):
+		return "Initialized or Ready not True"
+	}
+	return ""
+}
+
+func orDone(why string) string {
+	if why == "" {
+		return "done"
+	}
+	return why
 }

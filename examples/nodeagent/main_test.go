@@ -118,7 +118,7 @@ func TestDemo(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("demo: ok=%v err=%v\n%s", ok, err, out.String())
 	}
-	for _, want := range []string{"PASS: all", "orphaned runtime pod found at start-up", "kubelet_restarted_pods_total{static=\"true\"}"} {
+	for _, want := range []string{"PASS: all", "orphaned runtime pod found at start-up", "init container, sidecar, probes: Ready", "kubelet_restarted_pods_total{static=\"true\"}"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}

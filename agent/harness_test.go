@@ -98,9 +98,12 @@ func (l *errorLog) matching(target error) int {
 }
 
 // faultyRuntime fails the next KillPod calls on demand, for runtimes that
-// cannot inject faults themselves (containerd).
+// cannot inject faults themselves (containerd). It embeds the CRI runtime
+// itself, not the runtime.Runtime interface, so that the agent still finds
+// what the runtime can do beyond it (KillContainer for liveness kills,
+// ExecSync for exec probes).
 type faultyRuntime struct {
-	runtime.Runtime
+	*cri.Runtime
 	failKills atomic.Int32
 }
 

@@ -18,11 +18,14 @@ import (
 	"github.com/podlife/podlife/agent"
 	"github.com/podlife/podlife/podmanager/source"
 	"github.com/podlife/podlife/podworker/podworkertest"
+	"github.com/podlife/podlife/runtime"
 	"github.com/podlife/podlife/runtime/fakecri"
 )
 
 func TestNewValidates(t *testing.T) {
-	rt := &faultyRuntime{}
+	// Options are validated before the runtime is used: any value of the
+	// interface does.
+	rt := struct{ runtime.Runtime }{}
 	for _, tc := range []struct {
 		name string
 		opts agent.Options

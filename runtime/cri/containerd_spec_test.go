@@ -203,3 +203,104 @@ func memoryLimit(t *testing.T, pid int) (int64, string) {
 	}
 	return n, file
 }
+
+// TestRealRuntimeRunAsNonRootAndHostPath checks, on a real CRI runtime,
+// runAsNonRoot against the image's user as ImageStatus reports it, and a
+// hostPath volume (DirectoryOrCreate, with a subPath) written through by
+// the container, read-only where the mount says so.
+func TestRealRuntimeRunAsNonRootAndHostPath(t *testing.T) {
+	endpoint := os.Getenv(EndpointEnv)
+	if endpoint == "" {
+		t.Skip(EndpointEnv + " is not set: skipping the integration test against a real CRI runtime")
+	}
+	image := os.Getenv("PODLIFE_CRI_IMAGE")
+	if image == "" {
+		image = testImage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 30 * time.Second, CgroupParent: "/podlife-test",
+		VolumeRoot: t.TempDir(), Logger: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	cleanup := func(pod *v1.Pod) {
+		t.Cleanup(func() {
+			cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			zero := int64(0)
+			_ = rt.KillPod(cctx, pod, nil, &zero)
+			_ = rt.RemovePod(cctx, &runtime.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace})
+		})
+	}
+	yes := true
+	pull := v1.PullIfNotPresent
+
+	// The test image has no user: it runs as root, so runAsNonRoot
+	// without a runAsUser is refused, and nothing is created.
+	nonRoot := realPod(image)
+	nonRoot.Spec.Containers = []v1.Container{{Name: "main", Image: image, ImagePullPolicy: pull,
+		SecurityContext: &v1.SecurityContext{RunAsNonRoot: &yes}}}
+	cleanup(nonRoot)
+	err = rt.SyncPod(ctx, nonRoot, nil)
+	if want := "container has runAsNonRoot and image will run as root"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("runAsNonRoot with a root image: %v, want %q", err, want)
+	}
+	if st, err := rt.GetPodStatus(ctx, nonRoot.UID, nonRoot.Name, nonRoot.Namespace); err != nil || len(st.ContainerStatuses) != 0 {
+		t.Errorf("containers of the refused pod: %+v, %v", st, err)
+	}
+
+	// hostPath: made by DirectoryOrCreate; the container writes into a
+	// subPath of it, and cannot through a read-only mount.
+	host := filepath.Join(t.TempDir(), "host")
+	dirOrCreate := v1.HostPathDirectoryOrCreate
+	user := int64(0)
+	pod := realPod(image)
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: &yes}
+	pod.Spec.Volumes = []v1.Volume{{Name: "h", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: host, Type: &dirOrCreate}}}}
+	pod.Spec.Containers = []v1.Container{{Name: "main", Image: image, ImagePullPolicy: pull,
+		// The container's runAsNonRoot false overrides the pod's true.
+		SecurityContext: &v1.SecurityContext{RunAsNonRoot: new(bool), RunAsUser: &user},
+		VolumeMounts: []v1.VolumeMount{
+			{Name: "h", MountPath: "/rw", SubPath: "sub"},
+			{Name: "h", MountPath: "/ro", ReadOnly: true},
+		}}}
+	cleanup(pod)
+	st := waitSynced(ctx, t, rt, pod, "main")
+	main := st.FindContainerStatusByName("main")
+	if _, _, code, err := rt.ExecSync(ctx, main.ID.ID, []string{"/pause", "write", "/rw/f", "0", "hello"}, 10*time.Second); err != nil || code != 0 {
+		t.Fatalf("write into the hostPath: %v, exit %d", err, code)
+	}
+	if b, err := os.ReadFile(filepath.Join(host, "sub", "f")); err != nil || strings.TrimSpace(string(b)) != "hello" {
+		t.Fatalf("file in the hostPath's subPath: %q, %v", b, err)
+	}
+	if _, _, code, err := rt.ExecSync(ctx, main.ID.ID, []string{"/pause", "write", "/ro/g", "0", "no"}, 10*time.Second); err == nil && code == 0 {
+		t.Error("a write through the read-only mount succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(host, "g")); err == nil {
+		t.Error("a file was written through the read-only mount")
+	}
+}
+
+// waitSynced syncs the pod until the named container runs.
+func waitSynced(ctx context.Context, t *testing.T, rt *cri.Runtime, pod *v1.Pod, name string) *runtime.PodStatus {
+	t.Helper()
+	for {
+		if err := rt.SyncPod(ctx, pod, nil); err != nil {
+			t.Fatalf("SyncPod: %v", err)
+		}
+		st, err := rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cs := st.FindContainerStatusByName(name); cs != nil && cs.State == runtime.ContainerStateRunning {
+			return st
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never ran; last status %+v", name, st.ContainerStatuses)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

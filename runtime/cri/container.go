@@ -15,14 +15,16 @@ import (
 
 // containerConfig builds the CRI config of one container instance, setting
 // up the volumes it mounts. img is its image's CRI status, nil when not
-// known (runAsNonRoot is then checked as if the image ran as root).
+// known (runAsNonRoot is then checked as if the image ran as root). Its
+// errors (runAsNonRoot, a volume that cannot be set up) wrap
+// runtime.ErrFailedPrecondition.
 func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, img *runtimeapi.Image) (*runtimeapi.ContainerConfig, error) {
 	if err := verifyRunAsNonRoot(pod, c, effectiveSecurityContext(pod, c), img); err != nil {
 		return nil, err
 	}
 	mounts, err := r.volumeMounts(pod, c)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", runtime.ErrFailedPrecondition, err)
 	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},

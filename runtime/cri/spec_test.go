@@ -378,7 +378,7 @@ func TestUnsupportedVolumes(t *testing.T) {
 	hp := testPod("hostfile", v1.RestartPolicyAlways, v1.Container{Name: "c", VolumeMounts: mount})
 	hp.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: file, Type: &dir}}}}
 	err := rt.SyncPod(ctxT(t), hp, nil)
-	if want := `MountVolume.SetUp failed for volume "v" : hostPath type check failed: ` + file + " is not a directory"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := `MountVolume.SetUp failed for volume "v" : hostPath type check failed: ` + file + " is not a directory"; !errors.Is(err, runtime.ErrFailedPrecondition) || !strings.Contains(err.Error(), want) {
 		t.Errorf("hostPath of the wrong type: %v, want %q", err, want)
 	}
 	if podStatus(t, rt, hp).FindContainerStatusByName("c") != nil {

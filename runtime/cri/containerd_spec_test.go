@@ -207,7 +207,8 @@ func memoryLimit(t *testing.T, pid int) (int64, string) {
 // TestRealRuntimeRunAsNonRootAndHostPath checks, on a real CRI runtime,
 // runAsNonRoot against the image's user as ImageStatus reports it, and a
 // hostPath volume (DirectoryOrCreate, with a subPath) written through by
-// the container, read-only where the mount says so.
+// the container, read-only where the mount says so, and a Localhost
+// seccomp profile.
 func TestRealRuntimeRunAsNonRootAndHostPath(t *testing.T) {
 	endpoint := os.Getenv(EndpointEnv)
 	if endpoint == "" {
@@ -219,8 +220,12 @@ func TestRealRuntimeRunAsNonRootAndHostPath(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	profiles := t.TempDir()
+	if err := os.WriteFile(filepath.Join(profiles, "allow.json"), []byte(`{"defaultAction": "SCMP_ACT_ALLOW"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 30 * time.Second, CgroupParent: "/podlife-test",
-		VolumeRoot: t.TempDir(), Logger: testr.New(t)})
+		VolumeRoot: t.TempDir(), SeccompProfileRoot: profiles, Logger: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +262,9 @@ func TestRealRuntimeRunAsNonRootAndHostPath(t *testing.T) {
 	dirOrCreate := v1.HostPathDirectoryOrCreate
 	user := int64(0)
 	pod := realPod(image)
-	pod.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: &yes}
+	allow := "allow.json"
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: &yes,
+		SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: &allow}}
 	pod.Spec.Volumes = []v1.Volume{{Name: "h", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: host, Type: &dirOrCreate}}}}
 	pod.Spec.Containers = []v1.Container{{Name: "main", Image: image, ImagePullPolicy: pull,
 		// The container's runAsNonRoot false overrides the pod's true.
@@ -280,6 +287,15 @@ func TestRealRuntimeRunAsNonRootAndHostPath(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(host, "g")); err == nil {
 		t.Error("a file was written through the read-only mount")
+	}
+	// The pod's Localhost seccomp profile, from SeccompProfileRoot, is
+	// loaded (filter mode 2).
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", containerPID(ctx, t, endpoint, main.ID.ID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(status), "\nSeccomp:\t2\n") {
+		t.Errorf("main runs without its Localhost seccomp profile:\n%s", status)
 	}
 }
 

@@ -3,11 +3,15 @@ package cri
 import (
 	"fmt"
 	"math"
+	"os"
+	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podlife/podlife/agent/podstatus"
 )
 
 // The kubelet's CPU conversions (pkg/kubelet/cm).
@@ -23,19 +27,17 @@ const (
 // linuxResources maps a container's requests and limits to CRI Linux
 // resources as the kubelet does: CPU shares from the CPU request (at least
 // 2), a CFS quota from the CPU limit over a 100 ms period, the memory
-// limit. Nil when the container sets none.
-func linuxResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
+// limit, and the OOM score adjustment of the pod's QoS class (oomScoreAdj).
+// An unset request counts as its limit (the API server's defaulting).
+func linuxResources(pod *v1.Pod, c *v1.Container, nodeMemory int64) *runtimeapi.LinuxContainerResources {
 	req, lim := c.Resources.Requests, c.Resources.Limits
 	cpuReq, hasReq := req[v1.ResourceCPU]
 	cpuLim, hasLim := lim[v1.ResourceCPU]
 	mem, hasMem := lim[v1.ResourceMemory]
-	if !hasReq && !hasLim && !hasMem {
-		return nil
-	}
 	if !hasReq && hasLim { // the API server defaults the request to the limit
 		cpuReq, hasReq = cpuLim, true
 	}
-	out := &runtimeapi.LinuxContainerResources{CpuShares: minShares}
+	out := &runtimeapi.LinuxContainerResources{CpuShares: minShares, OomScoreAdj: oomScoreAdj(pod, c, nodeMemory)}
 	if hasReq {
 		shares := cpuReq.MilliValue() * sharesPerCPU / milliCPUToCPU
 		out.CpuShares = min(max(shares, minShares), maxShares)
@@ -50,48 +52,86 @@ func linuxResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
 	return out
 }
 
-// securityContext maps the container's (and the pod's) security context
-// fields that CRI takes as they are: run as user and group, privileged,
-// read-only root file system, no_new_privs, added and dropped
-// capabilities, supplemental groups.
-func securityContext(pod *v1.Pod, c *v1.Container, sc *runtimeapi.LinuxContainerSecurityContext) {
-	if ps := pod.Spec.SecurityContext; ps != nil {
-		if ps.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *ps.RunAsUser}
+// The kubelet's OOM score adjustments (pkg/kubelet/qos).
+const (
+	guaranteedOOMScoreAdj = -997
+	bestEffortOOMScoreAdj = 1000
+	// systemNodeCritical is the priority class whose pods the kubelet
+	// protects as Guaranteed ones, whatever their resources.
+	systemNodeCritical = "system-node-critical"
+)
+
+// oomScoreAdj is the kubelet's GetContainerOOMScoreAdjust: -997 for a
+// Guaranteed (or system-node-critical) pod, 1000 for a BestEffort one; in a
+// Burstable pod 1000 - 1000*memoryRequest/nodeMemory, kept within
+// [1000-997, 999] = [3, 999] so that a Burstable container is always killed
+// before a Guaranteed one and never after a BestEffort one. A sidecar
+// (restartable init container) gets no more than the regular container
+// with the smallest memory request, so that it outlives them. Init
+// containers that are not sidecars are computed as regular ones. Without
+// the node's memory (nodeMemory 0) a Burstable container gets 999.
+func oomScoreAdj(pod *v1.Pod, c *v1.Container, nodeMemory int64) int64 {
+	if pod.Spec.PriorityClassName == systemNodeCritical {
+		return guaranteedOOMScoreAdj
+	}
+	switch podstatus.QOSClass(pod) {
+	case v1.PodQOSGuaranteed:
+		return guaranteedOOMScoreAdj
+	case v1.PodQOSBestEffort:
+		return bestEffortOOMScoreAdj
+	}
+	if nodeMemory <= 0 {
+		return bestEffortOOMScoreAdj - 1
+	}
+	adj := burstableOOMScoreAdj(memoryRequest(c), nodeMemory)
+	if isSidecar(c) && len(pod.Spec.Containers) > 0 {
+		least := memoryRequest(&pod.Spec.Containers[0])
+		for i := range pod.Spec.Containers[1:] {
+			least = min(least, memoryRequest(&pod.Spec.Containers[i+1]))
 		}
-		if ps.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *ps.RunAsGroup}
+		adj = min(adj, burstableOOMScoreAdj(least, nodeMemory))
+	}
+	return min(max(adj, 1000+guaranteedOOMScoreAdj), bestEffortOOMScoreAdj-1)
+}
+
+func burstableOOMScoreAdj(request, nodeMemory int64) int64 {
+	return 1000 - (1000*request)/nodeMemory
+}
+
+// readMemTotal reads MemTotal, in bytes, from a /proc/meminfo file.
+func readMemTotal(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("node memory: %w", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		rest, ok := strings.CutPrefix(line, "MemTotal:")
+		if !ok {
+			continue
 		}
-		sc.SupplementalGroups = append(sc.SupplementalGroups, ps.SupplementalGroups...)
-	}
-	cs := c.SecurityContext
-	if cs == nil {
-		return
-	}
-	if cs.RunAsUser != nil {
-		sc.RunAsUser = &runtimeapi.Int64Value{Value: *cs.RunAsUser}
-	}
-	if cs.RunAsGroup != nil {
-		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *cs.RunAsGroup}
-	}
-	if cs.Privileged != nil {
-		sc.Privileged = *cs.Privileged
-	}
-	if cs.ReadOnlyRootFilesystem != nil {
-		sc.ReadonlyRootfs = *cs.ReadOnlyRootFilesystem
-	}
-	if cs.AllowPrivilegeEscalation != nil {
-		sc.NoNewPrivs = !*cs.AllowPrivilegeEscalation
-	}
-	if caps := cs.Capabilities; caps != nil {
-		sc.Capabilities = &runtimeapi.Capability{}
-		for _, a := range caps.Add {
-			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(a))
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			break
 		}
-		for _, d := range caps.Drop {
-			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(d))
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || kb <= 0 {
+			break
 		}
+		return kb * 1024, nil
 	}
+	return 0, fmt.Errorf("node memory: no MemTotal in kB in %s", path)
+}
+
+// memoryRequest is the container's memory request in bytes, its limit when
+// it sets none (the API server's defaulting), or 0.
+func memoryRequest(c *v1.Container) int64 {
+	if q, ok := c.Resources.Requests[v1.ResourceMemory]; ok {
+		return q.Value()
+	}
+	if q, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
+		return q.Value()
+	}
+	return 0
 }
 
 // envValue resolves an env var's valueFrom from the pod itself (the

@@ -24,17 +24,17 @@ func TestLinuxResources(t *testing.T) {
 		req, lim v1.ResourceList
 		want     *runtimeapi.LinuxContainerResources
 	}{
-		{"none", nil, nil, nil},
-		{"request only", rl("cpu", "250m"), nil, &runtimeapi.LinuxContainerResources{CpuShares: 256}},
-		{"tiny request", rl("cpu", "1m"), nil, &runtimeapi.LinuxContainerResources{CpuShares: 2}},
-		{"limit only: request defaults to it", nil, rl("cpu", "500m", "memory", "256Mi"),
-			&runtimeapi.LinuxContainerResources{CpuShares: 512, CpuPeriod: 100000, CpuQuota: 50000, MemoryLimitInBytes: 256 << 20}},
-		{"both", rl("cpu", "100m"), rl("cpu", "2"), &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuPeriod: 100000, CpuQuota: 200000}},
-		{"memory only", nil, rl("memory", "1Gi"), &runtimeapi.LinuxContainerResources{CpuShares: 2, MemoryLimitInBytes: 1 << 30}},
+		{"none: BestEffort", nil, nil, &runtimeapi.LinuxContainerResources{CpuShares: 2, OomScoreAdj: 1000}},
+		{"request only", rl("cpu", "250m"), nil, &runtimeapi.LinuxContainerResources{CpuShares: 256, OomScoreAdj: 999}},
+		{"tiny request", rl("cpu", "1m"), nil, &runtimeapi.LinuxContainerResources{CpuShares: 2, OomScoreAdj: 999}},
+		{"limit only: request defaults to it, Guaranteed", nil, rl("cpu", "500m", "memory", "256Mi"),
+			&runtimeapi.LinuxContainerResources{CpuShares: 512, CpuPeriod: 100000, CpuQuota: 50000, MemoryLimitInBytes: 256 << 20, OomScoreAdj: -997}},
+		{"both", rl("cpu", "100m"), rl("cpu", "2"), &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuPeriod: 100000, CpuQuota: 200000, OomScoreAdj: 999}},
+		{"memory only: 1Gi of 4Gi", nil, rl("memory", "1Gi"), &runtimeapi.LinuxContainerResources{CpuShares: 2, MemoryLimitInBytes: 1 << 30, OomScoreAdj: 750}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &v1.Container{Resources: v1.ResourceRequirements{Requests: tc.req, Limits: tc.lim}}
-			if d := cmp.Diff(tc.want, linuxResources(c), protocmp.Transform()); d != "" {
+			pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Resources: v1.ResourceRequirements{Requests: tc.req, Limits: tc.lim}}}}}
+			if d := cmp.Diff(tc.want, linuxResources(pod, &pod.Spec.Containers[0], 4<<30), protocmp.Transform()); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}
 		})

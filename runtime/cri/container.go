@@ -13,8 +13,19 @@ import (
 	"github.com/podlife/podlife/runtime"
 )
 
-// containerConfig builds the CRI config of one container instance.
-func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int) *runtimeapi.ContainerConfig {
+// containerConfig builds the CRI config of one container instance, setting
+// up the volumes it mounts. img is its image's CRI status, nil when not
+// known (runAsNonRoot is then checked as if the image ran as root). Its
+// errors (runAsNonRoot, a volume that cannot be set up) wrap
+// runtime.ErrFailedPrecondition.
+func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, img *runtimeapi.Image) (*runtimeapi.ContainerConfig, error) {
+	if err := verifyRunAsNonRoot(pod, c, effectiveSecurityContext(pod, c), img); err != nil {
+		return nil, err
+	}
+	mounts, err := r.volumeMounts(pod, c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", runtime.ErrFailedPrecondition, err)
+	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: c.Image},
@@ -26,12 +37,12 @@ func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
+		Mounts:      mounts,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: r.namespaceOptions(pod)},
-			Resources:       linuxResources(c),
+			SecurityContext: r.containerSecurityContext(pod, c),
+			Resources:       linuxResources(pod, c, r.opts.NodeMemoryCapacity),
 		},
 	}
-	securityContext(pod, c, cfg.Linux.SecurityContext)
 	for _, e := range c.Env {
 		v := e.Value
 		if e.ValueFrom != nil {
@@ -39,18 +50,31 @@ func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		}
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(v)})
 	}
-	return cfg
+	return cfg, nil
 }
 
 // startContainer creates and starts one container instance in a sandbox.
 func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, restartCount int) error {
-	if err := r.ensureImage(ctx, pod, c, sandboxCfg); err != nil {
+	img, err := r.ensureImage(ctx, pod, c, sandboxCfg)
+	if err != nil {
 		return err
+	}
+	if img == nil && needsImageUser(effectiveSecurityContext(pod, c)) {
+		// Just pulled: runAsNonRoot needs the image's user.
+		if img, err = r.imageStatus(ctx, pod, c); err != nil {
+			return err
+		}
+	}
+	cfg, err := r.containerConfig(pod, c, restartCount, img)
+	if err != nil {
+		// The kubelet's CreateContainerConfigError: nothing was created.
+		r.event(pod, v1.EventTypeWarning, eventFailed, "Error: %v", err)
+		return fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err)
 	}
 	cctx, cancel := r.callCtx(ctx, 0)
 	resp, err := r.rs.CreateContainer(cctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId:  sandboxID,
-		Config:        r.containerConfig(pod, c, restartCount),
+		Config:        cfg,
 		SandboxConfig: sandboxCfg,
 	})
 	cancel()
@@ -122,6 +146,8 @@ func validatePod(pod *v1.Pod) error {
 		}
 	}
 	errs = append(errs, validateContainerFields(pod)...)
+	errs = append(errs, validateSecurity(pod)...)
+	errs = append(errs, validateVolumes(pod)...)
 	seen := map[string]bool{}
 	for i, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		switch {

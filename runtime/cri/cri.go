@@ -46,6 +46,10 @@ func New(opts Options) (*Runtime, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	var memErr error
+	if opts.NodeMemoryCapacity == 0 {
+		opts.NodeMemoryCapacity, memErr = readMemTotal(opts.meminfo)
+	}
 	target := opts.Endpoint
 	dialOpts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -76,6 +80,9 @@ func New(opts Options) (*Runtime, error) {
 		backOff: newBackOff(opts.Clock, opts.BackOffInitial, opts.BackOffMax),
 	}
 	r.SetStarted(opts.Started)
+	if memErr != nil {
+		r.log.Info("node memory unknown: Burstable containers get OOM score adjustment 999", "err", memErr)
+	}
 	return r, nil
 }
 

@@ -60,6 +60,43 @@
 // period. KillContainer stops one container (a failed liveness probe);
 // ExecSync runs a command in one (exec probes).
 //
+// # Container config
+//
+// Each container's CRI config carries what the kubelet would give it
+// (config.go, security.go, volumes.go):
+//
+//   - Resources: CPU shares from the request, a CFS quota from the limit,
+//     the memory limit, and the OOM score adjustment of the pod's QoS class
+//     (agent/podstatus.QOSClass): Guaranteed -997, BestEffort 1000,
+//     Burstable 1000-1000*memoryRequest/Options.NodeMemoryCapacity within
+//     [3, 999], a sidecar no higher than the smallest regular container.
+//     NodeMemoryCapacity defaults to /proc/meminfo's MemTotal, read once.
+//   - Security context: the container's fields over the pod's (runAsUser,
+//     runAsGroup, runAsNonRoot, seccompProfile); privileged, capabilities,
+//     readOnlyRootFilesystem, allowPrivilegeEscalation; the pod's fsGroup
+//     and supplementalGroups as supplemental groups of the sandbox and
+//     every container. runAsNonRoot is checked against the runAsUser, else
+//     the image's user (ImageStatus), with the kubelet's messages: a
+//     container that would run as root is not created (a Failed event and
+//     an error wrapping runtime.ErrFailedPrecondition, retried at the next
+//     sync, as the kubelet's CreateContainerConfigError). seccompProfile
+//     RuntimeDefault, Unconfined or Localhost (under
+//     Options.SeccompProfileRoot) goes to the containers and the sandbox;
+//     none set is Unconfined, the kubelet's default.
+//   - Volumes: emptyDir is a folder
+//     Options.VolumeRoot/UID/volumes/kubernetes.io~empty-dir/NAME, mode
+//     0777 (group fsGroup and setgid when the pod sets one), kept for the
+//     pod's life and deleted by RemovePod; hostPath is checked against its
+//     type as the kubelet does (DirectoryOrCreate and FileOrCreate create
+//     it). They are CRI mounts with readOnly, subPath and
+//     mountPropagation. Other sources are not mounted: a pod that mounts
+//     one in a container is refused, naming the volume's field; one that
+//     only declares it runs, and the UnsupportedPodFields event names it.
+//     The service-account token volume the API server adds to every pod
+//     (kube-api-access-*) is let through unmounted and reported.
+//     emptyDir medium Memory, subPathExpr and recursiveReadOnly Enabled
+//     are refused by name; an emptyDir sizeLimit is reported, not enforced.
+//
 // Not implemented: ephemeral containers (rejected, naming the field),
-// lifecycle hooks, volumes, ports and resources.
+// lifecycle hooks, volume sources other than emptyDir and hostPath, ports.
 package cri

@@ -50,21 +50,7 @@ func (r *Runtime) event(pod *v1.Pod, eventtype, reason, messageFmt string, args 
 // not honour (it refuses the others in validatePod): the pod runs without
 // them, and says so in a warning event when its sandbox is created.
 func unsupportedFields(pod *v1.Pod) []string {
-	var out []string
-	for i, v := range pod.Spec.Volumes {
-		out = append(out, fmt.Sprintf("spec.volumes[%d] (%s): not mounted", i, v.Name))
-	}
-	if sc := pod.Spec.SecurityContext; sc != nil {
-		if sc.RunAsNonRoot != nil {
-			out = append(out, "spec.securityContext.runAsNonRoot: not checked")
-		}
-		if sc.SeccompProfile != nil {
-			out = append(out, "spec.securityContext.seccompProfile: not applied")
-		}
-		if sc.FSGroup != nil {
-			out = append(out, "spec.securityContext.fsGroup: not applied")
-		}
-	}
+	out := unmountedVolumes(pod)
 	for _, list := range []struct {
 		field string
 		cs    []v1.Container
@@ -73,14 +59,6 @@ func unsupportedFields(pod *v1.Pod) []string {
 			path := fmt.Sprintf("%s[%d]", list.field, i)
 			if len(c.Ports) > 0 && !pod.Spec.HostNetwork {
 				out = append(out, path+".ports: not published (pods use the node's network)")
-			}
-			if sc := c.SecurityContext; sc != nil {
-				if sc.RunAsNonRoot != nil {
-					out = append(out, path+".securityContext.runAsNonRoot: not checked")
-				}
-				if sc.SeccompProfile != nil {
-					out = append(out, path+".securityContext.seccompProfile: not applied")
-				}
 			}
 		}
 	}

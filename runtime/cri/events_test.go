@@ -18,7 +18,7 @@ func TestEvents(t *testing.T) {
 	rec := record.NewFakeRecorder(100)
 	rt.SetRecorder(rec)
 	pod := testPod("ev", v1.RestartPolicyAlways, v1.Container{Name: "c", Ports: []v1.ContainerPort{{ContainerPort: 80}}})
-	pod.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	pod.Spec.Volumes = []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}}}
 	if err := rt.SyncPod(ctxT(t), pod, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestEvents(t *testing.T) {
 	}
 	all := strings.Join(got, "\n")
 	for _, want := range []string{
-		"Warning UnsupportedPodFields podlife's CRI adapter runs this pod without: spec.volumes[0] (data): not mounted; spec.containers[0].ports: not published",
+		"Warning UnsupportedPodFields podlife's CRI adapter runs this pod without: spec.volumes[0] (cfg).configMap: not supported by podlife's CRI adapter (emptyDir and hostPath are); not mounted; spec.containers[0].ports: not published",
 		"Normal Pulling Pulling image",
 		"Normal Pulled Successfully pulled image",
 		"Normal Created Created container c",

@@ -10,23 +10,34 @@ import (
 	"github.com/podlife/podlife/runtime"
 )
 
+// imageStatus is the CRI status of the container's image, nil when it is
+// not present.
+func (r *Runtime) imageStatus(ctx context.Context, pod *v1.Pod, c *v1.Container) (*runtimeapi.Image, error) {
+	cctx, cancel := r.callCtx(ctx, 0)
+	defer cancel()
+	resp, err := r.is.ImageStatus(cctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: c.Image}})
+	if err != nil {
+		return nil, fmt.Errorf("status of image %q of container %q of pod %s: %w", c.Image, c.Name, podRef(pod), fromGRPC(err))
+	}
+	return resp.GetImage(), nil
+}
+
 // ensureImage makes sure the container's image is present: ImageStatus
 // first, PullImage only when it is missing (whatever the pull policy, except
-// Never, which makes a missing image an error).
-func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxCfg *runtimeapi.PodSandboxConfig) error {
+// Never, which makes a missing image an error). It returns the image's
+// status when it was present, nil when it was just pulled.
+func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxCfg *runtimeapi.PodSandboxConfig) (*runtimeapi.Image, error) {
 	spec := &runtimeapi.ImageSpec{Image: c.Image}
-	cctx, cancel := r.callCtx(ctx, 0)
-	resp, err := r.is.ImageStatus(cctx, &runtimeapi.ImageStatusRequest{Image: spec})
-	cancel()
+	img, err := r.imageStatus(ctx, pod, c)
 	if err != nil {
-		return fmt.Errorf("status of image %q of container %q of pod %s: %w", c.Image, c.Name, podRef(pod), fromGRPC(err))
+		return nil, err
 	}
-	if resp.GetImage() != nil {
+	if img != nil {
 		r.event(pod, v1.EventTypeNormal, eventPulled, "Container image %q already present on machine", c.Image)
-		return nil
+		return img, nil
 	}
 	if c.ImagePullPolicy == v1.PullNever {
-		return fmt.Errorf("image %q of container %q of pod %s is not present and its pull policy is Never: %w", c.Image, c.Name, podRef(pod), runtime.ErrNotFound)
+		return nil, fmt.Errorf("image %q of container %q of pod %s is not present and its pull policy is Never: %w", c.Image, c.Name, podRef(pod), runtime.ErrNotFound)
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.opts.ImagePullTimeout)
 	defer cancel()
@@ -35,8 +46,8 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	start := r.opts.Clock.Now()
 	if _, err := r.is.PullImage(pctx, &runtimeapi.PullImageRequest{Image: spec, SandboxConfig: sandboxCfg}); err != nil {
 		r.event(pod, v1.EventTypeWarning, eventFailed, "Failed to pull image %q: %v", c.Image, err)
-		return fmt.Errorf("pull image %q of container %q of pod %s: %w", c.Image, c.Name, podRef(pod), fromGRPC(err))
+		return nil, fmt.Errorf("pull image %q of container %q of pod %s: %w", c.Image, c.Name, podRef(pod), fromGRPC(err))
 	}
 	r.event(pod, v1.EventTypeNormal, eventPulled, "Successfully pulled image %q in %s", c.Image, r.opts.Clock.Since(start).Round(1e6))
-	return nil
+	return nil, nil
 }

@@ -214,6 +214,7 @@ func (r *Runtime) RemovePod(ctx context.Context, runningPod *runtime.Pod) error 
 	for _, id := range objs.sandboxes {
 		errs = append(errs, r.removeSandbox(ctx, id))
 	}
+	errs = append(errs, r.removePodDir(uid)) // its emptyDir volumes (volumes.go)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove pod %s: %w", ref, err)
 	}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/types"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
@@ -39,6 +42,9 @@ const (
 	DefaultReconnectMaxDelay = 2 * time.Second
 	DefaultGracePeriod       = int64(30) // seconds, when neither pod nor labels say
 	DefaultMaxMessageSize    = 16 << 20  // bytes, the kubelet's CRI client limit
+	// DefaultSeccompProfileRoot is the kubelet's folder of Localhost
+	// seccomp profiles.
+	DefaultSeccompProfileRoot = "/var/lib/kubelet/seccomp"
 	// MinimumGracePeriod is the floor of every container stop, in seconds,
 	// as in the kubelet.
 	MinimumGracePeriod = int64(2)
@@ -85,6 +91,30 @@ type Options struct {
 	// node with more than about 30,000 containers needs more.
 	MaxMessageSize int
 
+	// VolumeRoot is the folder under which podlife keeps per-pod files:
+	// VolumeRoot/UID holds the pod's emptyDir volumes
+	// (VolumeRoot/UID/volumes/kubernetes.io~empty-dir/NAME) and other
+	// per-pod files; RemovePod deletes VolumeRoot/UID. The runtime must
+	// see it at the same path (it bind-mounts from it). Default
+	// filepath.Join(os.TempDir(), "podlife-volumes"); it is created when
+	// first needed.
+	VolumeRoot string
+	// NodeMemoryCapacity, in bytes, is the node's memory as the OOM score
+	// of Burstable containers is computed from it (the kubelet's
+	// 1000 - 1000*request/capacity). Default: MemTotal of /proc/meminfo,
+	// read once by New; when it cannot be read, Burstable containers get
+	// 999.
+	NodeMemoryCapacity int64
+	// SeccompProfileRoot is the folder of Localhost seccomp profiles: a
+	// localhostProfile "p.json" is passed to the runtime as
+	// SeccompProfileRoot/p.json. Default /var/lib/kubelet/seccomp, the
+	// kubelet's, so that profiles installed for it serve podlife too.
+	SeccompProfileRoot string
+
+	// meminfo is the file NodeMemoryCapacity defaults from (a test seam).
+	// Default /proc/meminfo.
+	meminfo string
+
 	// Started, when set, tells whether a running sidecar (a restartable
 	// init container) has started, i.e. passed its startup probe
 	// (runtime/prober's Manager.Started): the next init container waits
@@ -117,6 +147,15 @@ func (o Options) withDefaults() Options {
 	if o.MaxMessageSize == 0 {
 		o.MaxMessageSize = DefaultMaxMessageSize
 	}
+	if o.VolumeRoot == "" {
+		o.VolumeRoot = filepath.Join(os.TempDir(), "podlife-volumes")
+	}
+	if o.SeccompProfileRoot == "" {
+		o.SeccompProfileRoot = DefaultSeccompProfileRoot
+	}
+	if o.meminfo == "" {
+		o.meminfo = "/proc/meminfo"
+	}
 	return o
 }
 
@@ -143,6 +182,15 @@ func (o Options) validate() error {
 	}
 	if !strings.HasPrefix(o.CgroupParent, "/") {
 		errs = append(errs, fmt.Errorf("CgroupParent must be an absolute cgroupfs path, got %q", o.CgroupParent))
+	}
+	if !filepath.IsAbs(o.VolumeRoot) {
+		errs = append(errs, fmt.Errorf("VolumeRoot must be an absolute path, got %q", o.VolumeRoot))
+	}
+	if !filepath.IsAbs(o.SeccompProfileRoot) {
+		errs = append(errs, fmt.Errorf("SeccompProfileRoot must be an absolute path, got %q", o.SeccompProfileRoot))
+	}
+	if o.NodeMemoryCapacity < 0 {
+		errs = append(errs, fmt.Errorf("NodeMemoryCapacity must not be negative, got %d", o.NodeMemoryCapacity))
 	}
 	if o.NetworkMode != NetworkModeNode && o.NetworkMode != NetworkModePod {
 		errs = append(errs, fmt.Errorf("unknown NetworkMode %d", o.NetworkMode))

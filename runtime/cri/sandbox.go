@@ -45,10 +45,8 @@ func (r *Runtime) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 		Labels:      sandboxLabels(pod),
 		Annotations: sandboxAnnotations(pod),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			CgroupParent: r.opts.CgroupParent + "/pod" + string(pod.UID),
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-				NamespaceOptions: r.namespaceOptions(pod),
-			},
+			CgroupParent:    r.opts.CgroupParent + "/pod" + string(pod.UID),
+			SecurityContext: r.sandboxSecurityContext(pod),
 		},
 	}
 	if !r.usesNodeNetwork(pod) {

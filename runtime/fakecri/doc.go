@@ -24,7 +24,9 @@
 // StopContainer, RemovePodSandbox and RemoveContainer of an unknown ID
 // succeed (idempotent). UpdateContainerResources records the resources of a
 // created or running container (an exited one is FailedPrecondition) and
-// ContainerStatus reports them, starting from the config's. ListContainers
+// ContainerStatus reports them, starting from the config's; it reports the
+// config's mounts too. ContainerConfig and SandboxConfig return the configs
+// as CreateContainer and RunPodSandbox received them. ListContainers
 // and ListPodSandbox filter by ID (the full ID or a unique prefix), sandbox,
 // state and label selector, together.
 //

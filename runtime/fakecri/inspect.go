@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -98,4 +99,28 @@ func (s *Server) RunningCounts() (readySandboxes, runningContainers int) {
 		}
 	}
 	return readySandboxes, runningContainers
+}
+
+// ContainerConfig returns a copy of the config a container was created
+// with, as CreateContainer received it.
+func (s *Server) ContainerConfig(id string) (*runtimeapi.ContainerConfig, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.containers[id]
+	if !ok {
+		return nil, fmt.Errorf("container config %q: %w", id, ErrNoSuchObject)
+	}
+	return proto.Clone(c.config).(*runtimeapi.ContainerConfig), nil
+}
+
+// SandboxConfig returns a copy of the config a sandbox was created with, as
+// RunPodSandbox received it.
+func (s *Server) SandboxConfig(id string) (*runtimeapi.PodSandboxConfig, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.sandboxes[id]
+	if !ok {
+		return nil, fmt.Errorf("sandbox config %q: %w", id, ErrNoSuchObject)
+	}
+	return proto.Clone(sb.config).(*runtimeapi.PodSandboxConfig), nil
 }

@@ -38,3 +38,11 @@ func cloneResources(res *runtimeapi.ContainerResources) *runtimeapi.ContainerRes
 	}
 	return proto.Clone(res).(*runtimeapi.ContainerResources)
 }
+
+func cloneMounts(ms []*runtimeapi.Mount) []*runtimeapi.Mount {
+	var out []*runtimeapi.Mount
+	for _, m := range ms {
+		out = append(out, proto.Clone(m).(*runtimeapi.Mount))
+	}
+	return out
+}

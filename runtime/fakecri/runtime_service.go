@@ -439,5 +439,6 @@ func (r *runtimeService) ContainerStatus(_ context.Context, req *runtimeapi.Cont
 		Labels:      maps.Clone(c.config.GetLabels()),
 		Annotations: maps.Clone(c.config.GetAnnotations()),
 		Resources:   cloneResources(c.resources),
+		Mounts:      cloneMounts(c.config.GetMounts()),
 	}}, nil
 }

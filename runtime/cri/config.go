@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podlife/podlife/agent/podstatus"
+	"github.com/podlife/podlife/runtime"
 )
 
 // The kubelet's CPU conversions (pkg/kubelet/cm).
@@ -74,7 +74,7 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, nodeMemory int64) int64 {
 	if pod.Spec.PriorityClassName == systemNodeCritical {
 		return guaranteedOOMScoreAdj
 	}
-	switch podstatus.QOSClass(pod) {
+	switch runtime.QOSClass(pod) {
 	case v1.PodQOSGuaranteed:
 		return guaranteedOOMScoreAdj
 	case v1.PodQOSBestEffort:

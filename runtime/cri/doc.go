@@ -67,7 +67,7 @@
 //
 //   - Resources: CPU shares from the request, a CFS quota from the limit,
 //     the memory limit, and the OOM score adjustment of the pod's QoS class
-//     (agent/podstatus.QOSClass): Guaranteed -997, BestEffort 1000,
+//     (runtime.QOSClass): Guaranteed -997, BestEffort 1000,
 //     Burstable 1000-1000*memoryRequest/Options.NodeMemoryCapacity within
 //     [3, 999], a sidecar no higher than the smallest regular container.
 //     NodeMemoryCapacity defaults to /proc/meminfo's MemTotal, read once.

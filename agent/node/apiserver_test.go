@@ -3,6 +3,8 @@ package node_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,7 +118,16 @@ func TestRealAPIServerDownAtStart(t *testing.T) {
 	cfg := api.NodeConfig(t, name)
 	proxy := apitest.NewProxy(t, cfg)
 	proxy.Down()
-	client, err := kubernetes.NewForConfig(proxy.Config(cfg))
+	// Count the requests the Controller tries, failed ones included.
+	var tried atomic.Int64
+	pcfg := proxy.Config(cfg)
+	pcfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			tried.Add(1)
+			return rt.RoundTrip(r)
+		})
+	})
+	client, err := kubernetes.NewForConfig(pcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,10 +139,11 @@ func TestRealAPIServerDownAtStart(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	defer func() { cancel(); <-done }()
+	api.Eventually(t, 20*time.Second, "three failed attempts", func() (bool, error) { return tried.Load() >= 3, nil })
 	select {
 	case <-c.Registered():
 		t.Fatal("registered while the API server was down")
-	case <-time.After(2 * time.Second): // several failed attempts
+	default:
 	}
 	if err := proxy.Up(); err != nil {
 		t.Fatal(err)
@@ -142,3 +154,7 @@ func TestRealAPIServerDownAtStart(t *testing.T) {
 		t.Fatal("not registered after the API server came back")
 	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

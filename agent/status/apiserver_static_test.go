@@ -114,7 +114,7 @@ func TestAPIStaticPodStatusGoesToItsMirror(t *testing.T) {
 		m, err := api.Admin.CoreV1().Pods(ns).Get(ctx, static.Name, metav1.GetOptions{})
 		return err == nil && m.Status.Phase == v1.PodSucceeded, err
 	})
-	time.Sleep(2 * time.Second) // two reconciles of the real clock
+	waitReconciles(t, api, n.m, 2)
 	m, err := api.Admin.CoreV1().Pods(ns).Get(ctx, static.Name, metav1.GetOptions{})
 	if err != nil || m.UID != second.UID || m.DeletionTimestamp != nil {
 		t.Fatalf("mirror pod touched: %v %+v", err, m.ObjectMeta)

@@ -249,7 +249,7 @@ func TestAPIStatusesArriveOnePatchEach(t *testing.T) {
 		t.Fatalf("qosClass = %q: the API server's field was lost", got.Status.QOSClass)
 	}
 	// Reconciles find nothing to do.
-	time.Sleep(2500 * time.Millisecond) // two reconcile periods of the real clock
+	waitReconciles(t, api, n.m, 2)
 	if got := n.requests(t, "patch", "pods/status"); got != 3 {
 		t.Fatalf("%v PATCHes after reconciles, want still 3", got)
 	}
@@ -279,7 +279,7 @@ func TestAPIForceDeletedPodDropped(t *testing.T) {
 	_ = n.m.PodFinished(ctx, deletingPod(pod), nil, succeededStatus(pod))
 	api.Eventually(t, 20*time.Second, "pod dropped", func() (bool, error) { return n.m.IsGone(pod.UID), nil })
 	before := n.requests(t, "patch", "pods/status") + n.requests(t, "delete", "pods") + n.requests(t, "get", "pods")
-	time.Sleep(3 * time.Second) // three reconcile periods of the real clock
+	waitReconciles(t, api, n.m, 3)
 	after := n.requests(t, "patch", "pods/status") + n.requests(t, "delete", "pods") + n.requests(t, "get", "pods")
 	if after != before {
 		t.Fatalf("requests went on after the drop: %v then %v", before, after)
@@ -334,7 +334,11 @@ func TestAPIDownThenUp(t *testing.T) {
 	api.Eventually(t, 20*time.Second, "writes failing", func() (bool, error) {
 		return n.requests(t, "patch", "pods/status") > 2 && n.m.Pending() == 2, nil
 	})
-	time.Sleep(2 * time.Second) // a while down
+	// A while down: more writes fail and back off.
+	failed := n.requests(t, "patch", "pods/status")
+	api.Eventually(t, 20*time.Second, "more failed writes", func() (bool, error) {
+		return n.requests(t, "patch", "pods/status") >= failed+3, nil
+	})
 	if err := proxy.Up(); err != nil {
 		t.Fatal(err)
 	}
@@ -438,4 +442,12 @@ func TestAPINewUIDUnderTheName(t *testing.T) {
 		t.Fatalf("the new pod was written: %+v", got.Status)
 	}
 	t.Logf("requests: %v PATCH, %v GET", n.requests(t, "patch", "pods/status"), n.requests(t, "get", "pods"))
+}
+
+// waitReconciles waits for k more full reconciles of m: every pod it knows
+// was compared with the API server since the call.
+func waitReconciles(t *testing.T, api *apitest.API, m *status.Manager, k uint64) {
+	t.Helper()
+	target := m.Reconciles() + k
+	api.Eventually(t, 30*time.Second, fmt.Sprintf("%d reconciles", k), func() (bool, error) { return m.Reconciles() >= target, nil })
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,6 +21,8 @@ var ErrAlreadyRunning = errors.New("status: manager already running")
 type Manager struct {
 	opts    Options
 	metrics *managerMetrics
+	// reconciles counts the full reconciles done (Reconciles).
+	reconciles atomic.Uint64
 	// wake has room for one signal: the dispatcher looks at the queue again.
 	wake chan struct{}
 
@@ -232,6 +235,11 @@ func (m *Manager) Pending() int {
 	}
 	return n
 }
+
+// Reconciles returns the number of full reconciles (Options.
+// ReconcileInterval) done so far: a caller that saw it grow by two knows
+// that every pod was compared with the API server at least once since.
+func (m *Manager) Reconciles() uint64 { return m.reconciles.Load() }
 
 // IsGone reports whether the Manager dropped the pod because its API object
 // is gone (NotFound, Forbidden, or a new UID under its name).

@@ -10,6 +10,7 @@ import "k8s.io/apimachinery/pkg/types"
 // status of a static pod once its mirror pod exists. Pods queued, being
 // written or backing off are left alone: they are written anyway.
 func (m *Manager) reconcile() {
+	defer m.reconciles.Add(1)
 	m.mu.Lock()
 	snaps := make([]snapshot, 0, len(m.pods))
 	for uid, e := range m.pods {

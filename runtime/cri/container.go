@@ -64,7 +64,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err)
 	}
 	r.log.V(2).Info("container started", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "container", c.Name, "containerID", id, "restartCount", restartCount)
-	return nil
+	return r.postStart(ctx, pod, c, id, sandboxID)
 }
 
 func (r *Runtime) startCreated(ctx context.Context, id string) error {

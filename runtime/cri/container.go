@@ -47,10 +47,15 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err := r.ensureImage(ctx, pod, c, sandboxCfg); err != nil {
 		return err
 	}
+	cfg := r.containerConfig(pod, c, restartCount)
+	if err := r.containerFiles(pod, c, restartCount, cfg); err != nil {
+		r.event(pod, v1.EventTypeWarning, eventFailed, "Error: %v", err)
+		return fmt.Errorf("create container %q of pod %s: %w", c.Name, podRef(pod), err)
+	}
 	cctx, cancel := r.callCtx(ctx, 0)
 	resp, err := r.rs.CreateContainer(cctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId:  sandboxID,
-		Config:        r.containerConfig(pod, c, restartCount),
+		Config:        cfg,
 		SandboxConfig: sandboxCfg,
 	})
 	cancel()

@@ -230,6 +230,8 @@ func (r *Runtime) RemovePod(ctx context.Context, runningPod *runtime.Pod) error 
 	for _, id := range objs.sandboxes {
 		errs = append(errs, r.removeSandbox(ctx, id))
 	}
+	// Its termination-message files and logs go with it.
+	errs = append(errs, r.removePodFiles(uid))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove pod %s: %w", ref, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"k8s.io/apimachinery/pkg/types"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -85,6 +86,14 @@ type Options struct {
 	// node with more than about 30,000 containers needs more.
 	MaxMessageSize int
 
+	// VolumeRoot is the folder under which the adapter keeps what it makes
+	// on the host for a pod, in VolumeRoot/UID (removed by RemovePod):
+	// the termination-message files mounted into containers, and the
+	// container logs the runtime writes (VolumeRoot/UID/logs). Default
+	// DefaultVolumeRoot() (os.TempDir()/podlife-volumes). It must be
+	// absolute, and visible to the runtime at the same path.
+	VolumeRoot string
+
 	// Started, when set, tells whether a running sidecar (a restartable
 	// init container) has started, i.e. passed its startup probe
 	// (runtime/prober's Manager.Started): the next init container waits
@@ -117,6 +126,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxMessageSize == 0 {
 		o.MaxMessageSize = DefaultMaxMessageSize
 	}
+	if o.VolumeRoot == "" {
+		o.VolumeRoot = DefaultVolumeRoot()
+	}
 	return o
 }
 
@@ -143,6 +155,9 @@ func (o Options) validate() error {
 	}
 	if !strings.HasPrefix(o.CgroupParent, "/") {
 		errs = append(errs, fmt.Errorf("CgroupParent must be an absolute cgroupfs path, got %q", o.CgroupParent))
+	}
+	if !filepath.IsAbs(o.VolumeRoot) {
+		errs = append(errs, fmt.Errorf("VolumeRoot must be an absolute path, got %q", o.VolumeRoot))
 	}
 	if o.NetworkMode != NetworkModeNode && o.NetworkMode != NetworkModePod {
 		errs = append(errs, fmt.Errorf("unknown NetworkMode %d", o.NetworkMode))

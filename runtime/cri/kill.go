@@ -24,6 +24,8 @@ type target struct {
 	preStop   *v1.LifecycleHandler
 	sandboxID string
 	owner     podIdentity // from its labels
+	// created: never started; no preStop handler runs in it.
+	created bool
 }
 
 // podObjects is what the runtime holds of one pod, read fresh, plus what a
@@ -62,6 +64,7 @@ func (r *Runtime) podObjects(ctx context.Context, uid types.UID, runningPod *run
 		o.running = append(o.running, target{
 			id: c.GetId(), name: c.GetMetadata().GetName(), grace: infoFromAnnotations(c.GetAnnotations()).GracePeriod,
 			preStop: preStopFromAnnotations(c.GetAnnotations()), sandboxID: c.GetPodSandboxId(), owner: identityFromLabels(c.GetLabels()),
+			created: c.GetState() == runtimeapi.ContainerState_CONTAINER_CREATED,
 		})
 	}
 	if runningPod != nil {
@@ -144,7 +147,7 @@ func (r *Runtime) killContainers(ctx context.Context, pod *v1.Pod, st *runtime.P
 	var ts []target
 	for _, cs := range st.ContainerStatuses {
 		if cs.State != runtime.ContainerStateExited {
-			ts = append(ts, target{id: cs.ID.ID, name: cs.Name})
+			ts = append(ts, target{id: cs.ID.ID, name: cs.Name, created: cs.State == runtime.ContainerStateCreated})
 		}
 	}
 	return r.stopTargets(ctx, pod, ts, func(target) int64 {
@@ -193,6 +196,9 @@ func (r *Runtime) stopTargets(ctx context.Context, pod *v1.Pod, ts []target, gra
 			h := t.preStop
 			if spec := findContainer(pod, t.name); spec != nil {
 				h = preStopOf(spec)
+			}
+			if t.created {
+				h = nil
 			}
 			ht := hookTarget{pod: eventObject(pod, t.owner), name: t.name, id: t.id, sandboxID: t.sandboxID}
 			if err := r.killOne(ctx, ht, h, grace(t)); err != nil {

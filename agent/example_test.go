@@ -35,7 +35,7 @@ spec:
 		panic(err)
 	}
 	defer srv.Stop()
-	rt, err := cri.New(cri.Options{Endpoint: "fakecri", Dialer: srv.DialContext})
+	rt, err := cri.New(cri.Options{Endpoint: "fakecri", Dialer: srv.DialContext, VolumeRoot: filepath.Join(dir, "volumes")})
 	if err != nil {
 		panic(err)
 	}

@@ -164,7 +164,7 @@ func newRuntime(t *testing.T, endpoint string) *cri.Runtime {
 // newRuntimeWith is newRuntime with options changed by edit.
 func newRuntimeWith(t *testing.T, endpoint string, edit func(*cri.Options)) *cri.Runtime {
 	t.Helper()
-	opts := cri.Options{Endpoint: endpoint, Timeout: 20 * time.Second, CgroupParent: "/podlife-test", Logger: testr.NewWithOptions(t, testr.Options{Verbosity: 1})}
+	opts := cri.Options{Endpoint: endpoint, Timeout: 20 * time.Second, CgroupParent: "/podlife-test", Logger: testr.NewWithOptions(t, testr.Options{Verbosity: 1}), VolumeRoot: t.TempDir()}
 	if edit != nil {
 		edit(&opts)
 	}

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,7 +21,9 @@ func ExampleRelister() {
 		panic(err)
 	}
 	defer srv.Stop()
-	rt, err := cri.New(cri.Options{Dialer: srv.DialContext})
+	volumes, _ := os.MkdirTemp("", "volumes") // the pods' termination-message files and logs
+	defer os.RemoveAll(volumes)
+	rt, err := cri.New(cri.Options{Dialer: srv.DialContext, VolumeRoot: volumes})
 	if err != nil {
 		panic(err)
 	}

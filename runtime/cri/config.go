@@ -227,9 +227,7 @@ func validateContainerFields(pod *v1.Pod) []error {
 					errs = append(errs, fmt.Errorf("%s.env[%d] (%s).valueFrom: %w", path, j, e.Name, err))
 				}
 			}
-			if c.Lifecycle != nil && (c.Lifecycle.PostStart != nil || c.Lifecycle.PreStop != nil) {
-				errs = append(errs, fmt.Errorf("%s.lifecycle: postStart and preStop hooks are not supported by podlife's CRI adapter yet", path))
-			}
+			errs = append(errs, validateLifecycle(path, c)...)
 		}
 	}
 	check("spec.initContainers", pod.Spec.InitContainers)

@@ -71,6 +71,10 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		r.event(pod, v1.EventTypeWarning, eventFailed, "Error: %v", err)
 		return fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err)
 	}
+	if err := r.containerFiles(pod, c, restartCount, cfg); err != nil {
+		r.event(pod, v1.EventTypeWarning, eventFailed, "Error: %v", err)
+		return fmt.Errorf("create container %q of pod %s: %w", c.Name, podRef(pod), err)
+	}
 	cctx, cancel := r.callCtx(ctx, 0)
 	resp, err := r.rs.CreateContainer(cctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId:  sandboxID,
@@ -88,7 +92,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err)
 	}
 	r.log.V(2).Info("container started", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "container", c.Name, "containerID", id, "restartCount", restartCount)
-	return nil
+	return r.postStart(ctx, pod, c, id, sandboxID)
 }
 
 func (r *Runtime) startCreated(ctx context.Context, id string) error {

@@ -97,6 +97,25 @@
 //     emptyDir medium Memory, subPathExpr and recursiveReadOnly Enabled
 //     are refused by name; an emptyDir sizeLimit is reported, not enforced.
 //
+// # Hooks and termination messages
+//
+// postStart and preStop handlers (exec through ExecSync, httpGet to the
+// pod's IP or 127.0.0.1, sleep on Options.Clock) run as in the kubelet
+// (hooks.go): postStart right after the start, a failure killing the
+// container (FailedPostStartHook) and failing SyncPod; preStop before
+// each stop with a grace period, its time taken out of the grace period
+// (at least MinimumGracePeriod left for the stop), a failure recorded as
+// FailedPreStopHook. The preStop handler is recorded on the container
+// (AnnotationPreStopHandler), so that KillContainer and KillPod without a
+// spec run it too. tcpSocket handlers are refused.
+//
+// Each container instance gets a host file under Options.VolumeRoot/UID
+// mounted at its terminationMessagePath (termination.go); once it has
+// exited, GetPodStatus reads the message from it, or with
+// FallbackToLogsOnError from the end of the container's log, which the
+// runtime writes under VolumeRoot/UID/logs. RemovePod removes
+// VolumeRoot/UID.
+//
 // Not implemented: ephemeral containers (rejected, naming the field),
-// lifecycle hooks, volume sources other than emptyDir and hostPath, ports.
+// volume sources other than emptyDir and hostPath, ports.
 package cri

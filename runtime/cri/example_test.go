@@ -25,7 +25,7 @@ func ExampleRuntime() {
 	}
 	defer srv.Stop()
 
-	rt, err := cri.New(cri.Options{Endpoint: endpoint})
+	rt, err := cri.New(cri.Options{Endpoint: endpoint, VolumeRoot: filepath.Join(dir, "volumes")})
 	if err != nil {
 		panic(err)
 	}

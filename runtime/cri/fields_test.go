@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podlife/podlife/runtime"
 	"github.com/podlife/podlife/runtime/fakecri"
@@ -24,8 +25,17 @@ func TestUnsupportedFieldsRefused(t *testing.T) {
 		{"spec.containers[0].env[0] (PASSWORD).valueFrom", func(c *v1.Container) {
 			c.Env = []v1.EnvVar{{Name: "PASSWORD", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "p"}}}}
 		}},
-		{"spec.containers[0].lifecycle", func(c *v1.Container) {
-			c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 1}}}
+		{"spec.containers[0].lifecycle.preStop.tcpSocket", func(c *v1.Container) {
+			c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(80)}}}
+		}},
+		{"spec.containers[0].lifecycle.postStart: a handler needs one action", func(c *v1.Container) {
+			c.Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{}}
+		}},
+		{"spec.containers[0].lifecycle.postStart.httpGet.port", func(c *v1.Container) {
+			c.Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromString("web")}}}
+		}},
+		{"spec.containers[0].lifecycle.preStop.exec.command", func(c *v1.Container) {
+			c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{}}}
 		}},
 	} {
 		pod := testPod("f", v1.RestartPolicyAlways, v1.Container{Name: "c"})

@@ -39,7 +39,7 @@ func startFake(t testing.TB, opts fakecri.Options) (*fakecri.Server, string) {
 
 func newRuntime(t testing.TB, endpoint string, mutate ...func(*cri.Options)) *cri.Runtime {
 	t.Helper()
-	o := cri.Options{Endpoint: endpoint, Timeout: 10 * time.Second}
+	o := cri.Options{Endpoint: endpoint, Timeout: 10 * time.Second, VolumeRoot: t.TempDir()}
 	if tt, ok := t.(*testing.T); ok {
 		o.Logger = testr.New(tt)
 	}

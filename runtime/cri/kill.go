@@ -19,6 +19,13 @@ type target struct {
 	id    string
 	name  string
 	grace *int64 // from the container's annotations, if any
+	// preStop recorded on the container (AnnotationPreStopHandler); the
+	// pod spec's, when given, wins.
+	preStop   *v1.LifecycleHandler
+	sandboxID string
+	owner     podIdentity // from its labels
+	// created: never started; no preStop handler runs in it.
+	created bool
 }
 
 // podObjects is what the runtime holds of one pod, read fresh, plus what a
@@ -54,7 +61,11 @@ func (r *Runtime) podObjects(ctx context.Context, uid types.UID, runningPod *run
 			continue
 		}
 		o.anyRunning = true
-		o.running = append(o.running, target{id: c.GetId(), name: c.GetMetadata().GetName(), grace: infoFromAnnotations(c.GetAnnotations()).GracePeriod})
+		o.running = append(o.running, target{
+			id: c.GetId(), name: c.GetMetadata().GetName(), grace: infoFromAnnotations(c.GetAnnotations()).GracePeriod,
+			preStop: preStopFromAnnotations(c.GetAnnotations()), sandboxID: c.GetPodSandboxId(), owner: identityFromLabels(c.GetLabels()),
+			created: c.GetState() == runtimeapi.ContainerState_CONTAINER_CREATED,
+		})
 	}
 	if runningPod != nil {
 		for _, sb := range runningPod.Sandboxes {
@@ -72,7 +83,7 @@ func (r *Runtime) podObjects(ctx context.Context, uid types.UID, runningPod *run
 				continue
 			}
 			o.anyRunning = true
-			o.running = append(o.running, target{id: c.ID.ID, name: c.Name})
+			o.running = append(o.running, target{id: c.ID.ID, name: c.Name, owner: podIdentity{UID: runningPod.ID, Name: runningPod.Name, Namespace: runningPod.Namespace}})
 		}
 	}
 	return o, nil
@@ -136,10 +147,10 @@ func (r *Runtime) killContainers(ctx context.Context, pod *v1.Pod, st *runtime.P
 	var ts []target
 	for _, cs := range st.ContainerStatuses {
 		if cs.State != runtime.ContainerStateExited {
-			ts = append(ts, target{id: cs.ID.ID, name: cs.Name})
+			ts = append(ts, target{id: cs.ID.ID, name: cs.Name, created: cs.State == runtime.ContainerStateCreated})
 		}
 	}
-	return r.stopTargets(ctx, ts, func(target) int64 {
+	return r.stopTargets(ctx, pod, ts, func(target) int64 {
 		if gracePeriodOverride != nil {
 			return *gracePeriodOverride
 		}
@@ -162,24 +173,35 @@ func (r *Runtime) stopInOrder(ctx context.Context, pod *v1.Pod, ts []target, gra
 		}
 	}
 	if len(sidecars) == 0 {
-		return r.stopTargets(ctx, ts, grace)
+		return r.stopTargets(ctx, pod, ts, grace)
 	}
 	start := r.opts.Clock.Now()
-	errs := []error{r.stopTargets(ctx, first, grace)}
+	errs := []error{r.stopTargets(ctx, pod, first, grace)}
 	slices.SortStableFunc(sidecars, func(a, b target) int { return order[b.name] - order[a.name] })
 	for _, t := range sidecars {
 		left := grace(t) - int64(r.opts.Clock.Since(start).Seconds())
-		errs = append(errs, r.stopTargets(ctx, []target{t}, func(target) int64 { return max(left, MinimumGracePeriod) }))
+		errs = append(errs, r.stopTargets(ctx, pod, []target{t}, func(target) int64 { return max(left, MinimumGracePeriod) }))
 	}
 	return errors.Join(errs...)
 }
 
-func (r *Runtime) stopTargets(ctx context.Context, ts []target, grace func(target) int64) error {
+// stopTargets stops containers in parallel, each after its preStop
+// handler: the pod spec's when pod (may be nil) has the container, else
+// the one recorded on it.
+func (r *Runtime) stopTargets(ctx context.Context, pod *v1.Pod, ts []target, grace func(target) int64) error {
 	errs := make([]error, len(ts))
 	var wg sync.WaitGroup
 	for i, t := range ts {
 		wg.Go(func() {
-			if err := r.stopContainer(ctx, t.id, grace(t)); err != nil {
+			h := t.preStop
+			if spec := findContainer(pod, t.name); spec != nil {
+				h = preStopOf(spec)
+			}
+			if t.created {
+				h = nil
+			}
+			ht := hookTarget{pod: eventObject(pod, t.owner), name: t.name, id: t.id, sandboxID: t.sandboxID}
+			if err := r.killOne(ctx, ht, h, grace(t)); err != nil {
 				errs[i] = fmt.Errorf("container %q: %w", t.name, err)
 			}
 		})
@@ -214,7 +236,8 @@ func (r *Runtime) RemovePod(ctx context.Context, runningPod *runtime.Pod) error 
 	for _, id := range objs.sandboxes {
 		errs = append(errs, r.removeSandbox(ctx, id))
 	}
-	errs = append(errs, r.removePodDir(uid)) // its emptyDir volumes (volumes.go)
+	// Its emptyDir volumes, termination-message files and logs go with it.
+	errs = append(errs, r.removePodDir(uid))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove pod %s: %w", ref, err)
 	}

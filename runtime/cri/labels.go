@@ -66,6 +66,7 @@ func containerAnnotations(pod *v1.Pod, c *v1.Container, hash uint64, restartCoun
 	if gp := podGracePeriod(pod); gp != nil {
 		a[AnnotationPodTerminationGracePeriod] = strconv.FormatInt(*gp, 10)
 	}
+	preStopAnnotation(c, a)
 	return a
 }
 

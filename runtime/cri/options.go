@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -91,13 +90,14 @@ type Options struct {
 	// node with more than about 30,000 containers needs more.
 	MaxMessageSize int
 
-	// VolumeRoot is the folder under which podlife keeps per-pod files:
-	// VolumeRoot/UID holds the pod's emptyDir volumes
-	// (VolumeRoot/UID/volumes/kubernetes.io~empty-dir/NAME) and other
-	// per-pod files; RemovePod deletes VolumeRoot/UID. The runtime must
-	// see it at the same path (it bind-mounts from it). Default
-	// filepath.Join(os.TempDir(), "podlife-volumes"); it is created when
-	// first needed.
+	// VolumeRoot is the folder under which the adapter keeps what it makes
+	// on the host for a pod, in VolumeRoot/UID (removed by RemovePod): its
+	// emptyDir volumes (VolumeRoot/UID/volumes/kubernetes.io~empty-dir/NAME),
+	// the termination-message files mounted into its containers, and the
+	// container logs the runtime writes (VolumeRoot/UID/logs). Default
+	// DefaultVolumeRoot() (os.TempDir()/podlife-volumes), created when first
+	// needed. It must be absolute, and visible to the runtime at the same
+	// path (the runtime bind-mounts from it).
 	VolumeRoot string
 	// NodeMemoryCapacity, in bytes, is the node's memory as the OOM score
 	// of Burstable containers is computed from it (the kubelet's
@@ -148,7 +148,7 @@ func (o Options) withDefaults() Options {
 		o.MaxMessageSize = DefaultMaxMessageSize
 	}
 	if o.VolumeRoot == "" {
-		o.VolumeRoot = filepath.Join(os.TempDir(), "podlife-volumes")
+		o.VolumeRoot = DefaultVolumeRoot()
 	}
 	if o.SeccompProfileRoot == "" {
 		o.SeccompProfileRoot = DefaultSeccompProfileRoot

@@ -151,7 +151,9 @@ func (r *Runtime) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 			return nil, fmt.Errorf("status of container %q of pod %s (%s): %w", c.GetMetadata().GetName(), full, uid, err)
 		}
 		if err == nil && resp.GetStatus() != nil {
-			status.ContainerStatuses = append(status.ContainerStatuses, toContainerStatus(rtName, resp.GetStatus()))
+			cs := toContainerStatus(rtName, resp.GetStatus())
+			terminationMessage(cs, resp.GetStatus())
+			status.ContainerStatuses = append(status.ContainerStatuses, cs)
 		}
 	}
 	slices.SortFunc(status.ContainerStatuses, func(a, b *runtime.ContainerStatus) int {

@@ -42,8 +42,9 @@ func (r *Runtime) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 			Uid:       string(pod.UID),
 			Attempt:   attempt,
 		},
-		Labels:      sandboxLabels(pod),
-		Annotations: sandboxAnnotations(pod),
+		Labels:       sandboxLabels(pod),
+		Annotations:  sandboxAnnotations(pod),
+		LogDirectory: r.logDirectory(pod),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			CgroupParent:    r.opts.CgroupParent + "/pod" + string(pod.UID),
 			SecurityContext: r.sandboxSecurityContext(pod),

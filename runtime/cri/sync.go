@@ -136,7 +136,8 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.P
 				// Created from an older spec (its image changed, say):
 				// replace it, with no back-off, as the kubelet does.
 				r.log.V(2).Info("container spec changed; restarting it", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name)
-				if err := r.stopContainer(ctx, cs.ID.ID, gracePeriodOf(pod)); err != nil {
+				t := hookTarget{pod: pod, name: c.Name, id: cs.ID.ID, sandboxID: sandboxID}
+				if err := r.killOne(ctx, t, preStopOf(c), gracePeriodOf(pod)); err != nil {
 					errs = append(errs, fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err))
 					continue
 				}

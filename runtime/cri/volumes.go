@@ -38,7 +38,7 @@ const emptyDirPlugin = "kubernetes.io~empty-dir"
 // is not a plain file name (it could leave VolumeRoot) has none.
 func (r *Runtime) podDir(uid types.UID) (string, error) {
 	s := string(uid)
-	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, `/\`) {
+	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\\x00") {
 		return "", fmt.Errorf("pod UID %q cannot name a folder under VolumeRoot", uid)
 	}
 	return filepath.Join(r.opts.VolumeRoot, s), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
@@ -23,7 +24,9 @@ func Example() {
 	}
 	defer srv.Stop()
 
-	rt, err := cri.New(cri.Options{Dialer: srv.DialContext})
+	volumes, _ := os.MkdirTemp("", "volumes") // the pods' termination-message files and logs
+	defer os.RemoveAll(volumes)
+	rt, err := cri.New(cri.Options{Dialer: srv.DialContext, VolumeRoot: volumes})
 	if err != nil {
 		panic(err)
 	}

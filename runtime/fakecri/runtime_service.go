@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -440,5 +441,17 @@ func (r *runtimeService) ContainerStatus(_ context.Context, req *runtimeapi.Cont
 		Annotations: maps.Clone(c.config.GetAnnotations()),
 		Resources:   cloneResources(c.resources),
 		Mounts:      cloneMounts(c.config.GetMounts()),
+		LogPath:     s.logPathLocked(c),
 	}}, nil
+}
+
+// logPathLocked is where a runtime writes the container's log: the
+// sandbox's LogDirectory joined with the container's LogPath, "" unless
+// both are set. (fakecri writes no log; a test may.)
+func (s *Server) logPathLocked(c *container) string {
+	sb := s.sandboxes[c.sandboxID]
+	if sb == nil || sb.config.GetLogDirectory() == "" || c.config.GetLogPath() == "" {
+		return ""
+	}
+	return filepath.Join(sb.config.GetLogDirectory(), c.config.GetLogPath())
 }

@@ -117,7 +117,7 @@ func BenchmarkProbesCRI(b *testing.B) {
 		probes.Add(1)
 		return fakecri.ExecResult{}, nil
 	})
-	rt, err := cri.New(cri.Options{Endpoint: ep})
+	rt, err := cri.New(cri.Options{Endpoint: ep, VolumeRoot: filepath.Join(dir, "volumes")})
 	if err != nil {
 		b.Fatal(err)
 	}

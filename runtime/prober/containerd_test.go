@@ -29,7 +29,7 @@ func TestExecProbesOnContainerd(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 30 * time.Second, CgroupParent: "/podlife-test", Logger: testr.New(t)})
+	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 30 * time.Second, CgroupParent: "/podlife-test", Logger: testr.New(t), VolumeRoot: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

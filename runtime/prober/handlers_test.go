@@ -279,7 +279,7 @@ func TestExecThroughCRI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Stop()
-	rt, err := cri.New(cri.Options{Endpoint: ep, Logger: testr.New(t)})
+	rt, err := cri.New(cri.Options{Endpoint: ep, Logger: testr.New(t), VolumeRoot: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,9 +37,11 @@ func timingsFor(pods int) timings {
 }
 
 // newCRI returns a CRI client with the soak's settings: short deadlines and
-// reconnects, a short crash-loop back-off.
+// reconnects, a short crash-loop back-off, and the pods' files (termination
+// messages, logs) beside the socket, in the soak's temporary folder.
 func newCRI(endpoint string) (*cri.Runtime, error) {
 	return cri.New(cri.Options{
+		VolumeRoot:        filepath.Join(filepath.Dir(strings.TrimPrefix(endpoint, "unix://")), "volumes"),
 		Endpoint:          endpoint,
 		Timeout:           5 * time.Second,
 		ReconnectMaxDelay: 100 * time.Millisecond,

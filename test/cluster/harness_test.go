@@ -59,7 +59,7 @@ func newNode(t testing.TB, api *apitest.API, name string, labels map[string]stri
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 20 * time.Second})
+	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 20 * time.Second, VolumeRoot: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,6 +72,7 @@ func startWorld(t testing.TB, s settings) *world {
 	w.rt, err = cri.New(cri.Options{
 		Endpoint:     ep,
 		CgroupParent: "/podlife-scale",
+		VolumeRoot:   filepath.Join(dir, "volumes"),
 		// A listing of 100,000 containers is about 50 MB.
 		MaxMessageSize: 1 << 30,
 	})

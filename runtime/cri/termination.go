@@ -1,0 +1,187 @@
+package cri
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podlife/podlife/runtime"
+)
+
+// Termination messages as the kubelet gives them: every container gets a
+// host file mounted read-write at its terminationMessagePath (default
+// /dev/termination-log); when the container has exited, its status
+// message is the end of that file (at most 4096 bytes), or, with
+// terminationMessagePolicy FallbackToLogsOnError, an empty file and a
+// non-zero exit code, the end of its log (the last 80 lines, at most the
+// last 2048 bytes of them). The runtime writes the log because the
+// sandbox has a LogDirectory (VolumeRoot/UID/logs) and each container a
+// LogPath (NAME/RESTARTCOUNT.log), as with the kubelet.
+
+// The kubelet's bounds of a termination message.
+const (
+	maxTerminationMessageBytes = 4096
+	maxTerminationLogBytes     = 2048
+	maxTerminationLogLines     = 80
+)
+
+// AnnotationTerminationMessageHostPath records on a container the host
+// file mounted at its terminationMessagePath, for GetPodStatus to read
+// (the kubelet finds it among the mounts the runtime reports; a runtime
+// need not report them).
+const AnnotationTerminationMessageHostPath = "io.podlife.container.terminationMessageHostPath"
+
+// DefaultVolumeRoot is the default Options.VolumeRoot:
+// os.TempDir()/podlife-volumes.
+func DefaultVolumeRoot() string { return filepath.Join(os.TempDir(), "podlife-volumes") }
+
+// logDirectory is the sandbox's LogDirectory, "" when the pod has no
+// folder.
+func (r *Runtime) logDirectory(pod *v1.Pod) string {
+	dir, err := r.podDir(pod.UID)
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "logs")
+}
+
+// containerFiles makes the container's log folder and termination-message
+// file, and adds to cfg the LogPath, the mount of the file at
+// terminationMessagePath and the annotation naming it.
+func (r *Runtime) containerFiles(pod *v1.Pod, c *v1.Container, restartCount int, cfg *runtimeapi.ContainerConfig) error {
+	dir, err := r.podDir(pod.UID)
+	if err != nil {
+		return nil // a UID that cannot name a folder: no files, no messages
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "logs", c.Name), 0o755); err != nil {
+		return fmt.Errorf("log folder of container %q: %w", c.Name, err)
+	}
+	cfg.LogPath = filepath.Join(c.Name, strconv.Itoa(restartCount)+".log")
+
+	path := c.TerminationMessagePath
+	if path == "" {
+		path = v1.TerminationMessagePathDefault
+	}
+	cdir := filepath.Join(dir, "containers", c.Name)
+	if err := os.MkdirAll(cdir, 0o755); err != nil {
+		return fmt.Errorf("termination message file of container %q: %w", c.Name, err)
+	}
+	// A new file for every instance: an older one keeps its message.
+	f, err := os.CreateTemp(cdir, strconv.Itoa(restartCount)+"-")
+	if err != nil {
+		return fmt.Errorf("termination message file of container %q: %w", c.Name, err)
+	}
+	host := f.Name()
+	// Whatever the umask and the container's user: it may write.
+	err = f.Chmod(0o666)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("termination message file of container %q: %w", c.Name, err)
+	}
+	cfg.Mounts = append(cfg.Mounts, &runtimeapi.Mount{ContainerPath: path, HostPath: host})
+	if cfg.Annotations == nil {
+		cfg.Annotations = map[string]string{}
+	}
+	cfg.Annotations[AnnotationTerminationMessageHostPath] = host
+	return nil
+}
+
+// terminationMessage completes the status of an exited container as the
+// kubelet does: a reason when the runtime gave none (Completed for exit
+// code 0, Error otherwise; OOMKilled and others come from the runtime),
+// and the termination message, after the runtime's own message and ": ".
+func terminationMessage(cs *runtime.ContainerStatus, s *runtimeapi.ContainerStatus) {
+	if cs.State != runtime.ContainerStateExited {
+		return
+	}
+	if cs.Reason == "" {
+		cs.Reason = "Completed"
+		if cs.ExitCode != 0 {
+			cs.Reason = "Error"
+		}
+	}
+	a := s.GetAnnotations()
+	fallback := a[AnnotationTerminationMessagePolicy] == string(v1.TerminationMessageFallbackToLogsOnError) &&
+		cs.ExitCode != 0 && cs.Reason != "ContainerCannotRun"
+	msg, checkLogs := "", fallback
+	if host := a[AnnotationTerminationMessageHostPath]; host != "" {
+		b, err := readTail(host, maxTerminationMessageBytes)
+		switch {
+		case err == nil:
+			msg, checkLogs = string(b), fallback && len(b) == 0
+		case os.IsNotExist(err):
+		default:
+			msg, checkLogs = fmt.Sprintf("Error on reading termination log %s: %v", host, err), false
+		}
+	}
+	if checkLogs && s.GetLogPath() != "" {
+		msg = tailLog(s.GetLogPath())
+	}
+	if msg == "" {
+		return
+	}
+	if cs.Message != "" {
+		cs.Message += ": "
+	}
+	cs.Message += msg
+}
+
+// readTail reads at most the last n bytes of a file.
+func readTail(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > n {
+		if _, err := f.Seek(fi.Size()-n, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	return io.ReadAll(io.LimitReader(f, n))
+}
+
+// tailLog returns the content of the last maxTerminationLogLines lines of
+// a CRI log file ("TIMESTAMP STREAM TAG CONTENT", TAG "P" for a partial
+// line that the next one continues), at most its last
+// maxTerminationLogBytes bytes; "" when it cannot be read.
+func tailLog(path string) string {
+	// 80 lines of a runtime's 16 KiB partial lines at most, plus headers.
+	b, err := readTail(path, maxTerminationLogLines*(16<<10+64))
+	if err != nil {
+		return ""
+	}
+	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	if len(lines) > maxTerminationLogLines {
+		lines = lines[len(lines)-maxTerminationLogLines:]
+	}
+	var out []byte
+	for _, l := range lines {
+		fields := bytes.SplitN(l, []byte(" "), 4)
+		if len(fields) < 3 {
+			continue // the first line of the window may be cut
+		}
+		if len(fields) == 4 {
+			out = append(out, fields[3]...)
+		}
+		if !bytes.Equal(fields[2], []byte("P")) && !bytes.HasPrefix(fields[2], []byte("P:")) {
+			out = append(out, '\n')
+		}
+	}
+	if len(out) > maxTerminationLogBytes {
+		out = out[len(out)-maxTerminationLogBytes:]
+	}
+	return string(out)
+}

@@ -85,7 +85,11 @@ var _ PodWorkers = (*Workers)(nil)
 type shard struct {
 	mu   sync.Mutex
 	pods map[types.UID]*podRecord // guarded by mu, as is every *podRecord in it
-	_    [40]byte                 // keep shards on separate cache lines
+	// gen counts the records added to and removed from pods; guarded by mu.
+	// SyncKnownPods skips the orphan walk of a shard whose gen did not move
+	// while it marked the desired pods, if it marked every record there.
+	gen uint64
+	_   [32]byte // keep shards on separate cache lines
 }
 
 // podRecord is one pod: its Machine plus what the driver needs to run it.
@@ -242,6 +246,7 @@ func (w *Workers) UpdatePod(o UpdatePodOptions) {
 	if created {
 		rec.createdEpoch = uint32(w.epoch.Load())
 		sh.pods[uid] = rec
+		sh.gen++
 		w.count.Add(1)
 		if rec.m.Static() {
 			w.staticMu.Lock()

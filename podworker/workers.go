@@ -94,18 +94,19 @@ type shard struct {
 
 // podRecord is one pod: its Machine plus what the driver needs to run it.
 type podRecord struct {
-	m            Machine
-	cancel       context.CancelFunc // cancels the running loop's Syncer context; nil when none
-	lastSyncTime nanotime           // end of the previous Syncer call
-	dueAt        int64              // pending scheduled re-delivery, 0 if none
 	// desiredEpoch and createdEpoch hold the low 32 bits of SyncKnownPods
 	// epochs: the last one that desired the pod, and the one current when the
 	// record was created. Only equality with the current epoch is tested, so
 	// a wrap could only hide an orphan from one call, for a record untouched
-	// through 2^32 calls.
+	// through 2^32 calls. They come first, next to what SyncKnownPods reads of
+	// the Machine (see its field order).
 	desiredEpoch uint32
 	createdEpoch uint32
-	running      bool // a goroutine owns the pod's work loop
+	m            Machine
+	cancel       context.CancelFunc // cancels the running loop's Syncer context; nil when none
+	lastSyncTime nanotime           // end of the previous Syncer call
+	dueAt        int64              // pending scheduled re-delivery, 0 if none
+	running      bool               // a goroutine owns the pod's work loop
 }
 
 // New validates opts and returns Workers. It starts no goroutine.

@@ -30,7 +30,7 @@ func (w *Workers) SyncKnownPods(desiredPods []*v1.Pod) map[types.UID]PodWorkerSy
 		gen[i] = sh.gen
 		sh.mu.Unlock()
 	}
-	known := make(map[types.UID]PodWorkerSync, max(int(w.count.Load()), len(desiredPods)))
+	known := make(map[types.UID]PodWorkerSync, w.count.Load())
 	for _, pod := range desiredPods {
 		if pod == nil {
 			continue

@@ -15,30 +15,42 @@ import (
 )
 
 // BenchmarkSyncKnownPodsAfterCreate measures SyncKnownPods the way
-// housekeeping meets it on a busy agent: N pods are created at once, and as
-// soon as the last of them has finished its first SyncPod (not once the
-// process is quiet: pod goroutines are still completing and parking, the
-// resync schedule is filling, the garbage of the creation wave is
-// uncollected) SyncKnownPods is called 20 times in a row with every pod
-// desired. One op is one such wave; the metrics are the median, first and
-// slowest of the 20 calls over all waves.
+// housekeeping meets it on a busy agent (issue 14, item 4): N pods with
+// API-shaped UIDs are created at once in a fresh Workers, and as soon as the
+// last of them has finished its first SyncPod (not once the process is
+// quiet: pod goroutines are still completing and parking, the creation
+// wave's garbage is uncollected) SyncKnownPods is called 20 times in a row
+// with every pod desired. One op is one such wave, and only the 20 calls
+// are timed (ns/op is their sum). The metrics are over every call of every
+// wave of the run: the median (the issue's figure), the 90th percentile,
+// the slowest, and the median of the first call of each wave.
+//
+//	go test ./podworker/ -run XXX -bench SyncKnownPodsAfterCreate -benchtime 1x -count 10
+//
+// With -benchtime 1x each line is one wave, so the median over lines is the
+// median over waves of the median of 20 calls.
+//
+// (This merges BenchmarkSyncKnownPodsAfterBurst of branch podworker2, which
+// measured the same case with short sequential UIDs and without a GC before
+// the wave, and so reported lower figures: 23-24 ms against 29-36 ms for this
+// benchmark in back-to-back runs, 04:57 UTC 2026-12-04, quiet machine.)
 func BenchmarkSyncKnownPodsAfterCreate(b *testing.B) {
 	const calls = 20
 	for _, n := range []int{10000, 100000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			var all, first []time.Duration
+			b.StopTimer()
 			for i := 0; i < b.N; i++ {
-				b.StopTimer()
 				pods := uuidPods(i, n)
 				s := newCountingSyncer()
 				s.syncTarget.Store(int64(n))
 				goruntime.GC()
 				w, stop := startBench(b, s, time.Hour)
-				b.StartTimer()
 				for _, p := range pods {
 					w.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: p})
 				}
 				<-s.syncedCh
+				b.StartTimer()
 				for c := 0; c < calls; c++ {
 					start := time.Now()
 					got := w.SyncKnownPods(pods)
@@ -53,14 +65,14 @@ func BenchmarkSyncKnownPodsAfterCreate(b *testing.B) {
 				}
 				b.StopTimer()
 				stop()
-				b.StartTimer()
 			}
 			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 			slices.Sort(all)
 			slices.Sort(first)
 			b.ReportMetric(ms(all[len(all)/2]), "ms/call-median")
-			b.ReportMetric(ms(first[len(first)/2]), "ms/call-first")
+			b.ReportMetric(ms(all[len(all)*9/10]), "ms/call-p90")
 			b.ReportMetric(ms(all[len(all)-1]), "ms/call-max")
+			b.ReportMetric(ms(first[len(first)/2]), "ms/call-first")
 		})
 	}
 }

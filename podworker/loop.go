@@ -220,6 +220,7 @@ func (w *Workers) podLoop(uid types.UID, rec *podRecord) {
 		}
 		if eff.Forget {
 			delete(sh.pods, uid)
+			sh.gen++
 			w.count.Add(-1)
 		}
 		if eff.Finished {

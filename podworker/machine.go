@@ -87,16 +87,9 @@ type termination struct {
 //	work, ok, _, _ := m.Next(now, podworker.StartAllowed) // work.Kind == WorkSyncPod
 //	m.Complete(now, false, nil)                           // Effects.Requeue == RequeueResync
 type Machine struct {
-	uid types.UID
-
-	pending update // the newest update not yet consumed
-	active  specs  // what the worker acts on; what queries see
-
-	syncedAt  nanotime     // first seen
-	startedAt nanotime     // allowed to start
-	t         *termination // allocated once the pod terminates, or at once for a static pod
-	failures  int32        // consecutive Syncer errors (saturates)
-
+	// The flags come first and active right after them: what SyncKnownPods
+	// reads of a pod (flags, lifecycle, active.pod) then lies in the first
+	// 32 bytes of its record, one cache line.
 	pendingType   uint8 // SyncPodType of pending; its values fit a byte
 	pendingStatic bool  // podmanager.IsStaticPod(pending.pod), computed on arrival
 	activeStatic  bool  // the same for active.pod, so that scans never touch pods
@@ -113,6 +106,16 @@ type Machine struct {
 	inFlight           bool
 	hasPending         bool
 	hasActive          bool
+
+	active  specs  // what the worker acts on; what queries see
+	pending update // the newest update not yet consumed
+
+	uid types.UID
+
+	syncedAt  nanotime     // first seen
+	startedAt nanotime     // allowed to start
+	t         *termination // allocated once the pod terminates, or at once for a static pod
+	failures  int32        // consecutive Syncer errors (saturates)
 }
 
 // term returns the termination part, allocating it on first use.

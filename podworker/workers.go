@@ -3,6 +3,7 @@ package podworker
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
@@ -37,8 +38,9 @@ type Workers struct {
 	metrics MetricsRecorder
 	opts    Options
 
-	shards [numShards]shard
-	count  atomic.Int64 // records in all shards
+	shards    [numShards]shard
+	shardSeed maphash.Seed // of shardIndex
+	count     atomic.Int64 // records in all shards
 
 	podsSynced atomic.Bool
 
@@ -83,23 +85,28 @@ var _ PodWorkers = (*Workers)(nil)
 type shard struct {
 	mu   sync.Mutex
 	pods map[types.UID]*podRecord // guarded by mu, as is every *podRecord in it
-	_    [40]byte                 // keep shards on separate cache lines
+	// gen counts the records added to and removed from pods; guarded by mu.
+	// SyncKnownPods skips the orphan walk of a shard whose gen did not move
+	// while it marked the desired pods, if it marked every record there.
+	gen uint64
+	_   [32]byte // keep shards on separate cache lines
 }
 
 // podRecord is one pod: its Machine plus what the driver needs to run it.
 type podRecord struct {
-	m            Machine
-	cancel       context.CancelFunc // cancels the running loop's Syncer context; nil when none
-	lastSyncTime nanotime           // end of the previous Syncer call
-	dueAt        int64              // pending scheduled re-delivery, 0 if none
 	// desiredEpoch and createdEpoch hold the low 32 bits of SyncKnownPods
 	// epochs: the last one that desired the pod, and the one current when the
 	// record was created. Only equality with the current epoch is tested, so
 	// a wrap could only hide an orphan from one call, for a record untouched
-	// through 2^32 calls.
+	// through 2^32 calls. They come first, next to what SyncKnownPods reads of
+	// the Machine (see its field order).
 	desiredEpoch uint32
 	createdEpoch uint32
-	running      bool // a goroutine owns the pod's work loop
+	m            Machine
+	cancel       context.CancelFunc // cancels the running loop's Syncer context; nil when none
+	lastSyncTime nanotime           // end of the previous Syncer call
+	dueAt        int64              // pending scheduled re-delivery, 0 if none
+	running      bool               // a goroutine owns the pod's work loop
 }
 
 // New validates opts and returns Workers. It starts no goroutine.
@@ -122,6 +129,7 @@ func New(opts Options) (*Workers, error) {
 		handoff:     make(chan podTask),
 		maxParked:   int32(max(2, goruntime.GOMAXPROCS(0))),
 		stopCh:      make(chan struct{}),
+		shardSeed:   maphash.MakeSeed(),
 	}
 	for i := range w.shards {
 		w.shards[i].pods = make(map[types.UID]*podRecord)
@@ -129,16 +137,13 @@ func New(opts Options) (*Workers, error) {
 	return w, nil
 }
 
-func (w *Workers) shardFor(uid types.UID) *shard { return &w.shards[shardIndex(uid)] }
+func (w *Workers) shardFor(uid types.UID) *shard { return &w.shards[w.shardIndex(uid)] }
 
-// shardIndex is FNV-1a over the UID, modulo numShards.
-func shardIndex(uid types.UID) uint8 {
-	h := uint32(2166136261)
-	for i := 0; i < len(uid); i++ {
-		h ^= uint32(uid[i])
-		h *= 16777619
-	}
-	return uint8(h % numShards)
+// shardIndex is the UID's maphash (seeded per Workers), modulo numShards.
+// It replaced FNV-1a, a byte at a time: 36 multiply steps for an API UID,
+// 4 % of a SyncKnownPods call at 100,000 pods.
+func (w *Workers) shardIndex(uid types.UID) int {
+	return int(maphash.String(w.shardSeed, string(uid)) % numShards)
 }
 
 // Run starts processing and blocks until ctx is done. It then cancels the
@@ -242,6 +247,7 @@ func (w *Workers) UpdatePod(o UpdatePodOptions) {
 	if created {
 		rec.createdEpoch = uint32(w.epoch.Load())
 		sh.pods[uid] = rec
+		sh.gen++
 		w.count.Add(1)
 		if rec.m.Static() {
 			w.staticMu.Lock()

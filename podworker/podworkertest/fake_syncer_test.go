@@ -45,24 +45,25 @@ func TestFakeSyncerGateAndOverlap(t *testing.T) {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "a"}}
 	gate := f.Block(pwt.SyncPod, "")
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var err1 error
-	go func() { defer wg.Done(); _, err1 = f.SyncPod(ctx, 0, p, nil, nil) }()
+	first := make(chan error, 1)
+	go func() { _, err := f.SyncPod(ctx, 0, p, nil, nil); first <- err }()
 	<-gate.Entered()
 	if !f.InFlight("a") {
 		t.Fatal("call not in flight")
 	}
 	// A second call for the same pod while the first runs is an overlap.
+	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _, _ = f.SyncPod(context.Background(), 0, p, nil, nil) }()
 	pwt.WaitFor(t, 0, "overlap recorded", func() bool { return len(f.Overlaps()) == 1 })
+	// Cancelled while the gate is still shut: the blocked call returns
+	// the context's error. (Releasing first would race the two.)
 	cancel()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Errorf("blocked call returned %v, want context.Canceled", err)
+	}
 	gate.Release()
 	wg.Wait()
-	if !errors.Is(err1, context.Canceled) {
-		t.Errorf("blocked call returned %v, want context.Canceled", err1)
-	}
 }
 
 func TestPollTimesOut(t *testing.T) {

@@ -64,7 +64,7 @@ func validNamespace(ns string) bool {
 // so a component can take an optional *Metrics without checks.
 type Metrics struct {
 	registerer prometheus.Registerer
-	all        collectors
+	all        Collectors
 
 	desiredPods         *prometheus.GaugeVec
 	activePods          *prometheus.GaugeVec
@@ -153,7 +153,7 @@ func New(opts Options) (*Metrics, error) {
 		}, []string{"source", "reason"}),
 		workingPodKeys: WorkingPodKeys(),
 	}
-	m.all = collectors{
+	m.all = Collectors{
 		m.desiredPods, m.activePods, m.mirrorPods, m.workingPods,
 		m.restartedPods, m.orphanedRuntimePods,
 		m.podWorkerDuration, m.podWorkerStart, m.containersPerPod,
@@ -192,17 +192,20 @@ func (m *Metrics) Unregister() bool {
 	return m.registerer.Unregister(m.all)
 }
 
-// collectors registers several collectors as one, so that registration is
-// all or nothing.
-type collectors []prometheus.Collector
+// Collectors registers several collectors as one, so that registration is
+// all or nothing (and Unregister takes them all back): the other metric
+// sets of podlife (agent/status, agent/events) register theirs with it.
+type Collectors []prometheus.Collector
 
-func (cs collectors) Describe(ch chan<- *prometheus.Desc) {
+// Describe implements prometheus.Collector.
+func (cs Collectors) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range cs {
 		c.Describe(ch)
 	}
 }
 
-func (cs collectors) Collect(ch chan<- prometheus.Metric) {
+// Collect implements prometheus.Collector.
+func (cs Collectors) Collect(ch chan<- prometheus.Metric) {
 	for _, c := range cs {
 		c.Collect(ch)
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podlife/podlife/metrics"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -137,10 +139,8 @@ func New(opts Options) (*Recorder, error) {
 		}, []string{"reason"}),
 	}
 	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{r.recorded, r.dropped} {
-			if err := opts.Registerer.Register(c); err != nil {
-				return nil, fmt.Errorf("events: register metrics: %w", err)
-			}
+		if err := opts.Registerer.Register(metrics.Collectors{r.recorded, r.dropped}); err != nil {
+			return nil, fmt.Errorf("events: register metrics: %w", err)
 		}
 	}
 	return r, nil

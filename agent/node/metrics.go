@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	podlifemetrics "github.com/podlife/podlife/metrics"
 )
 
 // metrics are the Controller's counters; a nil *metrics counts nothing.
@@ -23,10 +25,8 @@ func newMetrics(reg prometheus.Registerer, ns string) (*metrics, error) {
 			Help: "Renewals of the node's Lease in kube-node-lease, by result (success, error).",
 		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.statusWrites, m.leaseRenewals} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("node: register metrics: %w", err)
-		}
+	if err := reg.Register(podlifemetrics.Collectors{m.statusWrites, m.leaseRenewals}); err != nil {
+		return nil, fmt.Errorf("node: register metrics: %w", err)
 	}
 	return m, nil
 }

@@ -30,6 +30,17 @@
 //     again from the pod read.
 //   - A status equal to the one in the API (times to the second, conditions
 //     in any order) costs no request.
+//   - Transient statuses are held (Options.HoldTransient, default 1 s): a
+//     pod's first status while nothing of it has run (Pending, every
+//     container waiting: what the agent records before it starts the
+//     containers), and a terminal phase recorded while the pod may still
+//     run containers (the agent's SyncTerminatingPod status, followed at
+//     once by PodFinished). The status that follows replaces the held one
+//     and is written alone: a pod that starts in under a second costs one
+//     PATCH (Running), a pod stopped costs one PATCH (its terminal phase)
+//     before its DELETE. A hold ends HoldTransient after the first
+//     transient status at the latest, so a slow image pull still shows
+//     ContainerCreating.
 //   - The patch keeps what other components own: qosClass,
 //     nominatedNodeName, resourceClaimStatuses and the conditions whose type
 //     the node does not own (PodScheduled, DisruptionTarget, readiness
@@ -74,7 +85,7 @@
 //
 //	status_writes_total{result}          counter    written, unchanged, no_mirror, gone, error
 //	status_write_duration_seconds        histogram  one write (requests, conflict retry)
-//	status_queue_length                  gauge      pods queued or backing off
+//	status_queue_length                  gauge      pods queued, held or backing off
 //	status_pods_dropped_total{reason}    counter    not_found, forbidden, uid_changed
 //	status_pod_deletions_total           counter    finished pods deleted from the API
 //	status_reconcile_writes_total        counter    pods the reconcile found drifted
@@ -90,8 +101,8 @@
 // retries a failed pod only at the next syncPeriod. Here: no GET, bounded
 // parallel writes, a set of pods to write instead of a channel (nothing is
 // dropped, memory is one entry per pod), a per-pod
-// jittered back-off, and Forbidden is understood as "gone" for a node's
-// credentials. The kubelet also checks container state transitions
+// jittered back-off, transient statuses held for the status that follows
+// them, and Forbidden is understood as "gone" for a node's credentials. The kubelet also checks container state transitions
 // (terminated containers never go back to running) and computes
 // lastTransitionTime of conditions; here the status given is written as is
 // (the agent computes it). The kubelet's pod resize and observedGeneration

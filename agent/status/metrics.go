@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/podlife/podlife/metrics"
 )
 
 // managerMetrics are the Manager's metrics. A nil *managerMetrics does
@@ -35,7 +37,7 @@ func newManagerMetrics(reg prometheus.Registerer, ns string, queueLength func() 
 		queue: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: ns,
 			Name:      "status_queue_length",
-			Help:      "The number of pods whose status waits to be written: queued or backing off after an error.",
+			Help:      "The number of pods whose status waits to be written: queued, held (a transient status) or backing off after an error.",
 		}, queueLength),
 		drops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns,
@@ -60,7 +62,7 @@ func newManagerMetrics(reg prometheus.Registerer, ns string, queueLength func() 
 	for _, r := range []string{GoneNotFound, GoneForbidden, GoneUIDChanged} {
 		m.drops.WithLabelValues(r)
 	}
-	if err := reg.Register(collectors{m.writes, m.latency, m.queue, m.drops, m.deletions, m.reconciles}); err != nil {
+	if err := reg.Register(metrics.Collectors{m.writes, m.latency, m.queue, m.drops, m.deletions, m.reconciles}); err != nil {
 		return nil, fmt.Errorf("status: register metrics into namespace %q: %w", ns, err)
 	}
 	return m, nil
@@ -91,20 +93,5 @@ func (m *managerMetrics) deleted() {
 func (m *managerMetrics) reconciled(n int) {
 	if m != nil {
 		m.reconciles.Add(float64(n))
-	}
-}
-
-// collectors registers several collectors as one, all or nothing.
-type collectors []prometheus.Collector
-
-func (cs collectors) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range cs {
-		c.Describe(ch)
-	}
-}
-
-func (cs collectors) Collect(ch chan<- prometheus.Metric) {
-	for _, c := range cs {
-		c.Collect(ch)
 	}
 }

@@ -41,7 +41,7 @@ func TestMetrics(t *testing.T) {
 podlife_status_pods_dropped_total{reason="forbidden"} 1
 podlife_status_pods_dropped_total{reason="not_found"} 0
 podlife_status_pods_dropped_total{reason="uid_changed"} 0
-# HELP podlife_status_queue_length The number of pods whose status waits to be written: queued or backing off after an error.
+# HELP podlife_status_queue_length The number of pods whose status waits to be written: queued, held (a transient status) or backing off after an error.
 # TYPE podlife_status_queue_length gauge
 podlife_status_queue_length 0
 # HELP podlife_status_writes_total Pod status writes by result: written (one PATCH), unchanged (the API server had it, no request), no_mirror (a static pod without mirror pod yet), gone (the pod is gone, dropped) or error (retried after a back-off).

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	podlifemetrics "github.com/podlife/podlife/metrics"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -31,10 +33,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets:   prometheus.ExponentialBuckets(0.001, 4, 8), // 1 ms .. 16 s
 		}, []string{"probe_type", "container", "pod", "namespace"}),
 	}
-	for _, c := range []prometheus.Collector{m.total, m.duration} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("prober: register metrics: %w", err)
-		}
+	if err := reg.Register(podlifemetrics.Collectors{m.total, m.duration}); err != nil {
+		return nil, fmt.Errorf("prober: register metrics: %w", err)
 	}
 	return m, nil
 }

@@ -56,6 +56,8 @@ type Agent struct {
 	tracked map[types.UID]trackedPod
 	// rejected are pods that admission rejected, with the reason.
 	rejected map[types.UID]AdmitResult
+	// exceeded are pods failed for their active deadline (deadline.go).
+	exceeded map[types.UID]bool
 	// backOffs are, per pod, the containers whose restart the runtime
 	// deferred at the pod's last sync, with the waiting message
 	// (CrashLoopBackOff in the next status).
@@ -101,6 +103,7 @@ func New(opts Options) (*Agent, error) {
 		finishedDeleting: map[types.UID]bool{},
 		backOffs:         map[types.UID]map[string]string{},
 		rejected:         map[types.UID]AdmitResult{},
+		exceeded:         map[types.UID]bool{},
 		forgotten:        map[types.UID]uint64{},
 	}
 	if opts.Registerer != nil {

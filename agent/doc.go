@@ -25,14 +25,21 @@
 //     pod becomes an update of its static pod, so that it is created again.
 //   - RECONCILE stores the new status.
 //
-// The relister wakes the worker of every pod whose containers changed.
+// The relister wakes the worker of every pod whose containers changed. A pod
+// worker waiting for a runtime status newer than its last sync kicks it
+// (Options.RelistKickInterval), so no step of a pod waits a whole relist
+// period.
 //
 // # The Syncer
 //
 // SyncPod keeps a static pod's mirror pod in line (Options.MirrorClient),
 // publishes the status derived from the runtime, and runs the pod through
 // runtime.Runtime.SyncPod; it reports isTerminal once the restart policy says
-// the pod is done. SyncTerminatingPod kills with the worker's grace period,
+// the pod is done, or once the pod is past its activeDeadlineSeconds (phase
+// Failed, reason DeadlineExceeded, kept in every later status; housekeeping
+// syncs such a pod as soon as its deadline passes). Right after SyncPod
+// started containers it reads the pod's status again and publishes it, so
+// that the pod shows Running without waiting for the next relist. SyncTerminatingPod kills with the worker's grace period,
 // applies the kill's PodStatusFunc, and fails (to be retried by the pod
 // worker) if anything still runs afterwards. SyncTerminatingRuntimePod kills
 // a pod known only to the runtime with a grace period of 1 s and removes

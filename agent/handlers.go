@@ -119,6 +119,7 @@ func (a *Agent) handlePodRemoves(pods []*v1.Pod) {
 		a.mu.Lock()
 		delete(a.rejected, pod.UID)
 		a.mu.Unlock()
+		a.forgetDeadline(pod)
 		if !a.config.SeenAllSources() {
 			// The kubelet's deletePod refuses here; housekeeping, which
 			// starts once every source is ready, terminates the pod as an

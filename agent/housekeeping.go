@@ -146,6 +146,10 @@ func (a *Agent) housekeeping(ctx context.Context, fresh bool) (HousekeepingResul
 	a.metrics.SetActivePods(false, res.ActiveRegular)
 	a.metrics.SetMirrorPods(res.MirrorPods)
 
+	// Active pods past their active deadline fail now, not at their next
+	// sync.
+	a.syncPastDeadline(active)
+
 	// Active pods the workers do not know were deleted and recreated with
 	// the same UID while they terminated: start them again.
 	for _, pod := range active {

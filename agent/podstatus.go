@@ -29,5 +29,7 @@ func (a *Agent) generateStatus(pod *v1.Pod, st *runtime.PodStatus, terminal bool
 		in.BackOff = a.backOffs[pod.UID]
 		a.mu.Unlock()
 	}
-	return podstatus.Generate(in)
+	out := podstatus.Generate(in)
+	a.applyActiveDeadline(pod, &out, terminal)
+	return out
 }

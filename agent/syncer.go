@@ -262,6 +262,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 	if a.prober != nil {
 		a.prober.RemovePod(pod.UID)
 	}
+	a.forgetDeadline(pod)
 	a.log.V(2).Info("pod finished", "pod", podRef(pod), "podUID", pod.UID, "phase", st.Phase)
 	return nil
 }

@@ -17,9 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/podlife/podlife/agent"
 	"github.com/podlife/podlife/agent/node"
@@ -106,36 +107,51 @@ func benchBoundPods(b *testing.B, n int) {
 	}
 	waitReady(b, api, name, 120*time.Second)
 
-	// The watch that observes every pod's progress.
-	w, err := api.Admin.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Stop()
+	// An informer observes every pod's progress: a plain watch can be
+	// closed by the API server (a watcher that falls behind during the
+	// creation burst is dropped) and would silently stop counting; the
+	// informer lists and watches again.
 	var mu sync.Mutex
 	created, running, gone := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
-	go func() {
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*v1.Pod)
-			if !ok {
-				continue
-			}
-			now := time.Now()
-			mu.Lock()
-			switch {
-			case ev.Type == watch.Added:
-				if _, seen := created[p.Name]; !seen {
-					created[p.Name] = now
-				}
-			case ev.Type == watch.Deleted:
+	observe := func(p *v1.Pod, deleted bool) {
+		now := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if _, seen := created[p.Name]; !seen {
+			created[p.Name] = now
+		}
+		if deleted {
+			if _, seen := gone[p.Name]; !seen {
 				gone[p.Name] = now
 			}
-			if _, seen := running[p.Name]; !seen && isRunningReady(p) {
-				running[p.Name] = now
-			}
-			mu.Unlock()
+			return
 		}
-	}()
+		if _, seen := running[p.Name]; !seen && isRunningReady(p) {
+			running[p.Name] = now
+		}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(api.Admin, 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { observe(o.(*v1.Pod), false) },
+		UpdateFunc: func(_, o any) { observe(o.(*v1.Pod), false) },
+		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if p, ok := o.(*v1.Pod); ok {
+				observe(p, true)
+			}
+		},
+	}); err != nil {
+		b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	factory.Start(stop)
+	defer func() { close(stop); factory.Shutdown() }()
+	if !cache.WaitForCacheSync(stop, inf.HasSynced) {
+		b.Fatal("pod informer did not sync")
+	}
 	count := func(m map[string]time.Time) int {
 		mu.Lock()
 		defer mu.Unlock()

@@ -2,12 +2,10 @@ package cri_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
@@ -17,28 +15,10 @@ import (
 
 func realHooksRuntime(t *testing.T) (*cri.Runtime, *record.FakeRecorder) {
 	t.Helper()
-	endpoint := os.Getenv(EndpointEnv)
-	if endpoint == "" {
-		t.Skip(EndpointEnv + " is not set: skipping the integration test against a real CRI runtime")
-	}
-	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 30 * time.Second, CgroupParent: "/podlife-test", Logger: testr.New(t), VolumeRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
+	rt := newRealRuntime(t, nil)
 	rec := record.NewFakeRecorder(100)
 	rt.SetRecorder(rec)
 	return rt, rec
-}
-
-func cleanupPod(t *testing.T, rt *cri.Runtime, pod *v1.Pod) {
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		zero := int64(0)
-		_ = rt.KillPod(ctx, pod, nil, &zero)
-		_ = rt.RemovePod(ctx, &runtime.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace})
-	})
 }
 
 // preStop exec hooks run in the running containers on KillPod, before the

@@ -1,37 +1,21 @@
 package cri_test
 
 import (
-	"context"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podlife/podlife/runtime"
-	"github.com/podlife/podlife/runtime/cri"
 )
 
 // TestRealRuntimeInitAndSidecar runs, on a real CRI runtime, a pod with two
 // init containers (exit 0), a sidecar and a regular container: they start
 // in order, and KillPod stops the regular container before the sidecar.
 func TestRealRuntimeInitAndSidecar(t *testing.T) {
-	endpoint := os.Getenv(EndpointEnv)
-	if endpoint == "" {
-		t.Skip(EndpointEnv + " is not set: skipping the integration test against a real CRI runtime")
-	}
-	image := os.Getenv("PODLIFE_CRI_IMAGE")
-	if image == "" {
-		image = testImage
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 30 * time.Second, CgroupParent: "/podlife-test", Logger: testr.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
+	rt := newRealRuntime(t, nil)
+	image := realImage()
+	ctx := realContext(t, 2*time.Minute)
 
 	pod := realPod(image)
 	always := v1.ContainerRestartPolicyAlways
@@ -42,16 +26,13 @@ func TestRealRuntimeInitAndSidecar(t *testing.T) {
 		{Name: "init2", Image: image, Args: []string{"exit", "0"}, ImagePullPolicy: pull},
 	}
 	pod.Spec.Containers = pod.Spec.Containers[:1] // "main", runs
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		zero := int64(0)
-		_ = rt.KillPod(cctx, pod, nil, &zero)
-		_ = rt.RemovePod(cctx, &runtime.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace})
-	})
+	cleanupPod(t, rt, pod)
 
 	// Sync as the pod worker would, until main runs.
-	var st *runtime.PodStatus
+	var (
+		st  *runtime.PodStatus
+		err error
+	)
 	for {
 		if err := rt.SyncPod(ctx, pod, nil); err != nil {
 			t.Fatalf("SyncPod: %v", err)

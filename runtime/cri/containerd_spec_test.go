@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
@@ -33,24 +32,11 @@ import (
 // profile and its fsGroup and supplemental group, and RemovePod deletes the
 // folder.
 func TestRealRuntimeMemoryLimitAndEmptyDir(t *testing.T) {
-	endpoint := os.Getenv(EndpointEnv)
-	if endpoint == "" {
-		t.Skip(EndpointEnv + " is not set: skipping the integration test against a real CRI runtime")
-	}
-	image := os.Getenv("PODLIFE_CRI_IMAGE")
-	if image == "" {
-		image = testImage
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	root := t.TempDir()
 	const nodeMemory = 8 << 30
-	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 30 * time.Second, CgroupParent: "/podlife-test",
-		VolumeRoot: root, NodeMemoryCapacity: nodeMemory, Logger: testr.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
+	rt := newRealRuntime(t, func(o *cri.Options) { o.VolumeRoot, o.NodeMemoryCapacity = root, nodeMemory })
+	image := realImage()
+	ctx := realContext(t, 2*time.Minute)
 
 	pod := realPod(image)
 	pull := v1.PullIfNotPresent
@@ -62,13 +48,7 @@ func TestRealRuntimeMemoryLimitAndEmptyDir(t *testing.T) {
 	fsGroup := int64(2000)
 	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &fsGroup, SupplementalGroups: []int64{3000},
 		SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		zero := int64(0)
-		_ = rt.KillPod(cctx, pod, nil, &zero)
-		_ = rt.RemovePod(cctx, &runtime.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace})
-	})
+	cleanupPod(t, rt, pod)
 
 	var main *runtime.ContainerStatus
 	for main == nil || main.State != runtime.ContainerStateRunning {
@@ -101,7 +81,7 @@ func TestRealRuntimeMemoryLimitAndEmptyDir(t *testing.T) {
 	}
 
 	// The memory limit, as the kernel enforces it.
-	pid := containerPID(ctx, t, endpoint, main.ID.ID)
+	pid := containerPID(ctx, t, realEndpoint(t), main.ID.ID)
 	limit, where := memoryLimit(t, pid)
 	t.Logf("main (pid %d): %s = %d", pid, where, limit)
 	if limit != 64<<20 {
@@ -210,35 +190,15 @@ func memoryLimit(t *testing.T, pid int) (int64, string) {
 // the container, read-only where the mount says so, and a Localhost
 // seccomp profile.
 func TestRealRuntimeRunAsNonRootAndHostPath(t *testing.T) {
-	endpoint := os.Getenv(EndpointEnv)
-	if endpoint == "" {
-		t.Skip(EndpointEnv + " is not set: skipping the integration test against a real CRI runtime")
-	}
-	image := os.Getenv("PODLIFE_CRI_IMAGE")
-	if image == "" {
-		image = testImage
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	realEndpoint(t) // skips before any file is written
 	profiles := t.TempDir()
 	if err := os.WriteFile(filepath.Join(profiles, "allow.json"), []byte(`{"defaultAction": "SCMP_ACT_ALLOW"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 30 * time.Second, CgroupParent: "/podlife-test",
-		VolumeRoot: t.TempDir(), SeccompProfileRoot: profiles, Logger: testr.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
-	cleanup := func(pod *v1.Pod) {
-		t.Cleanup(func() {
-			cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			zero := int64(0)
-			_ = rt.KillPod(cctx, pod, nil, &zero)
-			_ = rt.RemovePod(cctx, &runtime.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace})
-		})
-	}
+	rt := newRealRuntime(t, func(o *cri.Options) { o.SeccompProfileRoot = profiles })
+	image := realImage()
+	ctx := realContext(t, 2*time.Minute)
+	cleanup := func(pod *v1.Pod) { cleanupPod(t, rt, pod) }
 	yes := true
 	pull := v1.PullIfNotPresent
 
@@ -248,7 +208,7 @@ func TestRealRuntimeRunAsNonRootAndHostPath(t *testing.T) {
 	nonRoot.Spec.Containers = []v1.Container{{Name: "main", Image: image, ImagePullPolicy: pull,
 		SecurityContext: &v1.SecurityContext{RunAsNonRoot: &yes}}}
 	cleanup(nonRoot)
-	err = rt.SyncPod(ctx, nonRoot, nil)
+	err := rt.SyncPod(ctx, nonRoot, nil)
 	if want := "container has runAsNonRoot and image will run as root"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("runAsNonRoot with a root image: %v, want %q", err, want)
 	}
@@ -290,7 +250,7 @@ func TestRealRuntimeRunAsNonRootAndHostPath(t *testing.T) {
 	}
 	// The pod's Localhost seccomp profile, from SeccompProfileRoot, is
 	// loaded (filter mode 2).
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", containerPID(ctx, t, endpoint, main.ID.ID)))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", containerPID(ctx, t, realEndpoint(t), main.ID.ID)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,26 +24,11 @@ const EndpointEnv = "PODLIFE_CRI_ENDPOINT"
 // crash-loop back-off, "agent restart" finding the pod by its labels, kill
 // with a grace period, remove.
 func TestRealRuntime(t *testing.T) {
-	endpoint := os.Getenv(EndpointEnv)
-	if endpoint == "" {
-		t.Skip(EndpointEnv + " is not set: skipping the integration test against a real CRI runtime " +
-			"(start one with `sock=$(bash scripts/containerd/start.sh)` and set " + EndpointEnv + "=unix://$sock)")
-	}
-	image := os.Getenv("PODLIFE_CRI_IMAGE")
-	if image == "" {
-		image = "localhost/podlife/pause:1.0"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	newRuntime := func() *cri.Runtime {
-		rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 30 * time.Second, CgroupParent: "/podlife-test", Logger: testr.New(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rt.Close() })
-		return rt
-	}
+	root := t.TempDir() // one for both runtimes: the second finds the first's pod
+	newRuntime := func() *cri.Runtime { return newRealRuntime(t, func(o *cri.Options) { o.VolumeRoot = root }) }
 	rt := newRuntime()
+	image := realImage()
+	ctx := realContext(t, 3*time.Minute)
 
 	v, err := rt.Version(ctx)
 	if err != nil {
@@ -173,18 +156,9 @@ func TestRealRuntime(t *testing.T) {
 // RestartPolicy Never: once it has exited, SyncPod stops the sandbox and the
 // pod is terminal; it is then removed.
 func TestRealRuntimeFinishedPod(t *testing.T) {
-	endpoint := os.Getenv(EndpointEnv)
-	if endpoint == "" {
-		t.Skip(EndpointEnv + " is not set: skipping the integration test against a real CRI runtime")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rt, err := cri.New(cri.Options{Endpoint: endpoint, Timeout: 30 * time.Second, CgroupParent: "/podlife-test", Logger: testr.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	pod := realPod("localhost/podlife/pause:1.0")
+	rt := newRealRuntime(t, nil)
+	ctx := realContext(t, 2*time.Minute)
+	pod := realPod(realImage())
 	pod.Spec.RestartPolicy = v1.RestartPolicyNever
 	pod.Spec.Containers = []v1.Container{{Name: "job", Image: pod.Spec.Containers[0].Image, Args: []string{"exit", "0"}}}
 	t.Cleanup(func() {

@@ -158,3 +158,70 @@ func TestRealAPIServerDownAtStart(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Under the Node authorizer, the Controller lists and watches its own Node
+// (a field selector on its name) and so writes its status without reading
+// the Node: no GET of it once the watch has listed it, and a Ready changed
+// by someone else is repaired from what the watch delivers.
+func TestRealStatusFromTheNodeWatch(t *testing.T) {
+	api := apitest.New(t)
+	const name = "node-t3"
+	api.DeleteNode(name)
+	api.DeleteNodeAtCleanup(t, name)
+	cfg := api.NodeConfig(t, name)
+	var gets, watches atomic.Int64
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet && r.URL.Path == "/api/v1/nodes/"+name {
+				gets.Add(1)
+			}
+			if r.Method == http.MethodGet && r.URL.Path == "/api/v1/nodes" && r.URL.Query().Get("watch") == "true" {
+				watches.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := node.New(node.Options{Client: client, NodeName: name, Runtime: &fakeRuntime{}, StatusUpdateFrequency: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	api.Eventually(t, 30*time.Second, "the Node watched", func() (bool, error) { return watches.Load() >= 1, nil })
+	// Give the status loop time to read from the watch: every period after
+	// the first that found it listed makes no GET.
+	api.Eventually(t, 30*time.Second, "Ready", func() (bool, error) {
+		n, err := api.Admin.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		return err == nil && cond(n, v1.NodeReady).Status == v1.ConditionTrue, err
+	})
+	before, since := gets.Load(), time.Now()
+	// Someone (the node lifecycle controller, say) marks it Unknown.
+	n, err := api.Admin.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == v1.NodeReady {
+			n.Status.Conditions[i].Status = v1.ConditionUnknown
+		}
+	}
+	if _, err := api.Admin.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	api.Eventually(t, 30*time.Second, "Ready repaired", func() (bool, error) {
+		n, err := api.Admin.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		return err == nil && cond(n, v1.NodeReady).Status == v1.ConditionTrue, err
+	})
+	// Ten status periods at least; a GET of the loop's first periods, while
+	// the watch's list was still being delivered, may fall in them.
+	api.Eventually(t, 30*time.Second, "ten status periods", func() (bool, error) { return time.Since(since) >= 2*time.Second, nil })
+	if got := gets.Load() - before; got > 1 {
+		t.Errorf("%d GETs of the Node in ten status periods and a repair, want none (read from the watch)", got)
+	}
+}

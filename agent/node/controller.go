@@ -33,6 +33,10 @@ type Controller struct {
 	// lease goroutine uses it.
 	lastLease *coordinationv1.Lease
 
+	// watch holds the Node as the API server has it (nil until Run
+	// starts it); only the status goroutine reads it.
+	watch *nodeWatch
+
 	mu      sync.Mutex
 	started bool
 	node    *v1.Node // as the API server last returned it; nil before registration
@@ -122,8 +126,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	close(c.registered)
 
+	w, runWatch := c.startNodeWatch(ctx)
+	c.watch = w
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
+	go func() { defer wg.Done(); runWatch() }()
 	go func() { defer wg.Done(); c.runLease(ctx) }()
 	go func() { defer wg.Done(); c.runStatus(ctx) }()
 	wg.Wait()

@@ -372,3 +372,36 @@ func TestOptionsValidation(t *testing.T) {
 		}
 	}
 }
+
+// The status loop reads the Node from its watch: once the watch has listed
+// it, ten status periods make no GET of the Node.
+func TestStatusReadsTheNodeFromItsWatch(t *testing.T) {
+	h := newHarness(t, nil)
+	h.start()
+	h.waitRegistered()
+	h.eventually("the Node listed and watched", 0, func() bool {
+		return h.count("watch", "nodes", "") >= 1
+	})
+	h.eventually("first status", 10*time.Second, func() bool { return h.count("patch", "nodes", "status") == 1 })
+	gets := h.count("get", "nodes", "")
+	start := h.clock.Now()
+	h.eventually("ten status periods", 10*time.Second, func() bool { return h.clock.Since(start) >= 100*time.Second })
+	if got := h.count("get", "nodes", ""); got != gets {
+		t.Errorf("%d GETs of the Node in ten status periods, want none (read from the watch)", got-gets)
+	}
+	// A change the watch delivers is seen: a controller's Unknown is
+	// repaired without a read.
+	n := h.node()
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == v1.NodeReady {
+			n.Status.Conditions[i].Status = v1.ConditionUnknown
+		}
+	}
+	if err := h.client.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, n, ""); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("Ready repaired", 10*time.Second, func() bool { return cond(h.node(), v1.NodeReady).Status == v1.ConditionTrue })
+	if got := h.count("get", "nodes", ""); got != gets {
+		t.Errorf("%d GETs of the Node to repair it, want none", got-gets)
+	}
+}

@@ -65,8 +65,11 @@
 // (a Provider can report it), certificate bootstrap and rotation, the node
 // shutdown manager, cloud provider addresses and providerID, runtime
 // handlers and features in the status, and the fast status updates of a
-// starting kubelet. The Controller reads its Node with a GET at each
-// update (one request every 10s) where the kubelet reads an informer.
+// starting kubelet. Like the kubelet, the Controller reads its Node from a
+// list and watch of that one object (a field selector on its name, which
+// the Node authorizer allows), not with a GET at each update; it falls
+// back to a GET only while the watch has no Node (before its first list,
+// or once the Node is deleted, which then registers it again).
 //
 // Metrics (Options.Registerer, namespace "podlife"):
 // node_status_updates_total{result} and node_lease_renewals_total{result}.

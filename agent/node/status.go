@@ -59,17 +59,27 @@ func (c *Controller) runStatus(ctx context.Context) {
 	}
 }
 
-// updateStatus reads the Node, computes its status and writes it if it
-// changed or force is set. A Node deleted meanwhile is registered again.
+// updateStatus takes the Node as the API server has it (from the watch;
+// with a GET only when the watch has none), computes its status and writes
+// it if it changed or force is set. A Node deleted meanwhile is registered
+// again.
 func (c *Controller) updateStatus(ctx context.Context, force bool) (bool, error) {
-	cur, err := c.opts.Client.CoreV1().Nodes().Get(ctx, c.opts.NodeName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		c.log.Info("node deleted from the API server; registering it again", "node", c.opts.NodeName)
-		return true, c.register(ctx)
+	cur, ok := c.watch.get(c.opts.NodeName)
+	if ok {
+		// Our own last write may be newer than what the watch delivered.
+		cur = newerNode(cur, c.Node())
+	} else {
+		var err error
+		cur, err = c.opts.Client.CoreV1().Nodes().Get(ctx, c.opts.NodeName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			c.log.Info("node deleted from the API server; registering it again", "node", c.opts.NodeName)
+			return true, c.register(ctx)
+		}
+		if err != nil {
+			return false, fmt.Errorf("read node %s: %w", c.opts.NodeName, err)
+		}
 	}
-	if err != nil {
-		return false, fmt.Errorf("read node %s: %w", c.opts.NodeName, err)
-	}
+	cur = cur.DeepCopy() // the watch's objects are shared: never modified
 	c.setNode(cur)
 	status, err := c.computeStatus(ctx, &cur.Status)
 	if err != nil {

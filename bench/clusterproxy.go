@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"github.com/podlife/podlife/agent/status"
+
 	"context"
 	"errors"
 	"fmt"
@@ -61,46 +63,11 @@ func StartCountingProxy(upstream *rest.Config) (*CountingProxy, error) {
 	return p, nil
 }
 
-// requestKey names a request as "VERB resource[/subresource]", VERB being
-// the Kubernetes verb (get, list, watch, create, update, patch, delete).
+// requestKey names a request as "VERB resource[/subresource]" with the
+// verbs and resources of the agent's own request counter
+// (status.RequestVerb), so that the proxy's counts and the agent's agree.
 func requestKey(r *http.Request) string {
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	// /api/v1/namespaces/NS/pods/NAME/status or /apis/G/V/...
-	i := 2
-	if len(parts) > 0 && parts[0] == "apis" {
-		i = 3
-	}
-	rest := parts[min(i, len(parts)):]
-	named := false
-	if len(rest) >= 2 && rest[0] == "namespaces" && len(rest) > 2 {
-		rest = rest[2:]
-	}
-	res := ""
-	if len(rest) > 0 {
-		res = rest[0]
-	}
-	if len(rest) > 1 {
-		named = true
-	}
-	if len(rest) > 2 {
-		res += "/" + rest[2]
-	}
-	verb := strings.ToLower(r.Method)
-	switch r.Method {
-	case http.MethodGet:
-		switch {
-		case r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1":
-			verb = "watch"
-		case named:
-			verb = "get"
-		default:
-			verb = "list"
-		}
-	case http.MethodPost:
-		verb = "create"
-	case http.MethodPut:
-		verb = "update"
-	}
+	verb, res := status.RequestVerb(r)
 	if res == "" {
 		res = r.URL.Path
 	}

@@ -56,15 +56,18 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if err == nil {
 		code = strconv.Itoa(resp.StatusCode)
 	}
-	verb, resource := requestVerb(req)
+	verb, resource := RequestVerb(req)
 	t.requests.WithLabelValues(verb, resource, code).Inc()
 	return resp, err
 }
 
-// requestVerb derives the Kubernetes verb and resource of a request from
-// its method and path (/api/v1/namespaces/NS/pods/NAME/status,
-// /apis/GROUP/VERSION/nodes, ...). Paths outside the API give ("", "").
-func requestVerb(req *http.Request) (verb, resource string) {
+// RequestVerb derives the Kubernetes verb (get, list, watch, create,
+// update, patch, delete, deletecollection) and resource ("pods",
+// "pods/status", "leases", ...) of a request from its method and path
+// (/api/v1/namespaces/NS/pods/NAME/status, /apis/GROUP/VERSION/nodes, ...),
+// as api_requests_total labels them. A path outside the API gives the
+// lower-case method and "".
+func RequestVerb(req *http.Request) (verb, resource string) {
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	switch {
 	case len(parts) >= 2 && parts[0] == "api":

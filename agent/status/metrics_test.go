@@ -128,7 +128,7 @@ func TestRequestVerb(t *testing.T) {
 		{"GET", "/healthz", "get", ""},
 	} {
 		req := httptest.NewRequest(tc.method, tc.url, nil)
-		verb, resource := requestVerb(req)
+		verb, resource := RequestVerb(req)
 		if verb != tc.verb || resource != tc.resource {
 			t.Errorf("%s %s = (%q, %q), want (%q, %q)", tc.method, tc.url, verb, resource, tc.verb, tc.resource)
 		}

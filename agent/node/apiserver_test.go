@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/podlife/podlife/agent/node"
 	"github.com/podlife/podlife/test/apitest"
@@ -201,17 +202,22 @@ func TestRealStatusFromTheNodeWatch(t *testing.T) {
 		return err == nil && cond(n, v1.NodeReady).Status == v1.ConditionTrue, err
 	})
 	before, since := gets.Load(), time.Now()
-	// Someone (the node lifecycle controller, say) marks it Unknown.
-	n, err := api.Admin.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == v1.NodeReady {
-			n.Status.Conditions[i].Status = v1.ConditionUnknown
+	// Someone (the node lifecycle controller, say) marks it Unknown; the
+	// Controller may write meanwhile, so the update retries on a conflict.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := api.Admin.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-	}
-	if _, err := api.Admin.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == v1.NodeReady {
+				n.Status.Conditions[i].Status = v1.ConditionUnknown
+			}
+		}
+		_, err = api.Admin.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	api.Eventually(t, 30*time.Second, "Ready repaired", func() (bool, error) {

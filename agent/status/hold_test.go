@@ -2,10 +2,14 @@ package status
 
 import (
 	"context"
+	"encoding/json"
+	"sync/atomic"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // noHold turns Options.HoldTransient off: every status is written at once.
@@ -144,4 +148,54 @@ func TestNoHoldWritesTheStartingStatus(t *testing.T) {
 	if n := h.count("patch/status"); n != 1 {
 		t.Fatalf("requests = %v, want the starting status written at once", h.requests())
 	}
+}
+
+// A pod already queued when a transient status arrives is not written from
+// the queue: it waits for the status that follows (or the hold's end) like
+// any held pod.
+func TestQueuedPodHeldByATransientStatus(t *testing.T) {
+	a, b := testPod("a", "uid-a"), deleting(testPod("b", "uid-b"))
+	h := newHarness(t, func(o *Options) { o.Workers = 1 }, a, b)
+	block, release := h.blocker()
+	var first atomic.Bool
+	h.react("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if first.CompareAndSwap(false, true) {
+			<-block
+		}
+		return false, nil, nil
+	})
+	h.states.set(b.UID, true)
+	h.run()
+	ctx := context.Background()
+	_ = h.m.SetPodStatus(ctx, a, nil, running("a"))
+	h.eventually("a's write in flight", func() bool { return h.count("patch/status") == 1 })
+	_ = h.m.SetPodStatus(ctx, b, nil, running("b")) // queued behind a
+	_ = h.m.SetPodStatus(ctx, b, nil, terminal(v1.PodSucceeded))
+	if !h.isHeldQueued(b.UID) {
+		t.Fatal("b is not held")
+	}
+	release()
+	h.eventually("a written, b left held", func() bool { return h.m.Pending() == 1 && h.isHeld(b.UID) })
+	h.states.set(b.UID, false)
+	_ = h.m.PodFinished(ctx, b, nil, terminal(v1.PodSucceeded))
+	h.settle()
+	var phases []string
+	for _, a := range h.actionsOf("patch") {
+		if a.(k8stesting.PatchAction).GetName() == "b" {
+			var body map[string]any
+			_ = json.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &body)
+			phases = append(phases, statusPhase(body))
+		}
+	}
+	if len(phases) != 1 || phases[0] != string(v1.PodSucceeded) {
+		t.Fatalf("b's patches wrote phases %q, want one, Succeeded", phases)
+	}
+}
+
+// isHeldQueued reports whether the pod's status is held, queued or not.
+func (h *harness) isHeldQueued(uid types.UID) bool {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	e, ok := h.m.held[uid]
+	return ok && !e.holdUntil.IsZero()
 }

@@ -378,8 +378,8 @@ func (m *Manager) next() (uid types.UID, ok bool, wait time.Duration) {
 			continue // forgotten meanwhile
 		}
 		e.queued = false
-		if e.gone {
-			continue
+		if e.gone || !e.holdUntil.IsZero() {
+			continue // a held pod is queued again when its hold ends
 		}
 		e.inFlight = true
 		return id, true, 0

@@ -174,11 +174,19 @@ func TestPreStopExecBeforeStop(t *testing.T) {
 	srv, ep := startFake(t, fakecri.Options{})
 	log := &execLog{}
 	var mu sync.Mutex
-	stopsAtExec := map[string]int{}
+	var ids map[string]string // container name → ID, set before KillPod
+	// At each hook, which containers had been stopped. The regular
+	// containers are stopped in parallel, so only a container's own stop
+	// and the sidecar's order say anything.
+	stoppedAtExec := map[string]map[string]bool{}
 	log.onRun = func(req fakecri.ExecRequest) {
 		mu.Lock()
 		defer mu.Unlock()
-		stopsAtExec[strings.Join(req.Cmd, " ")] = srv.CallCount("StopContainer")
+		stopped := map[string]bool{}
+		for name, id := range ids {
+			_, stopped[name] = srv.StopTimeout(id)
+		}
+		stoppedAtExec[strings.Join(req.Cmd, " ")] = stopped
 	}
 	defer srv.SetExec(log.exec)()
 	rt := newRuntime(t, ep)
@@ -192,8 +200,9 @@ func TestPreStopExecBeforeStop(t *testing.T) {
 	for range 3 { // the sidecar, then the regular containers
 		_ = rt.SyncPod(ctxT(t), pod, nil)
 	}
-	runningID(t, rt, pod, "main")
-	runningID(t, rt, pod, "side")
+	mu.Lock()
+	ids = map[string]string{"main": runningID(t, rt, pod, "main"), "bad": runningID(t, rt, pod, "bad"), "side": runningID(t, rt, pod, "side")}
+	mu.Unlock()
 	if err := rt.KillPod(ctxT(t), pod, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -203,11 +212,11 @@ func TestPreStopExecBeforeStop(t *testing.T) {
 		}
 	}
 	mu.Lock()
-	if stopsAtExec["drain main"] != 0 {
-		t.Errorf("main's preStop ran after %d StopContainer calls, want before any", stopsAtExec["drain main"])
+	if stoppedAtExec["drain main"]["main"] {
+		t.Error("main's preStop ran after main was stopped, want before")
 	}
-	if stopsAtExec["drain side"] != 2 {
-		t.Errorf("the sidecar's preStop ran after %d StopContainer calls, want after the 2 regular containers'", stopsAtExec["drain side"])
+	if s := stoppedAtExec["drain side"]; !s["main"] || !s["bad"] || s["side"] {
+		t.Errorf("at the sidecar's preStop, stopped: %v; want main and bad (the regular containers), not the sidecar", s)
 	}
 	mu.Unlock()
 	if _, running := srv.RunningCounts(); running != 0 {

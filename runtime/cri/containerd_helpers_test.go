@@ -2,6 +2,7 @@ package cri_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -71,4 +72,27 @@ func cleanupPod(t *testing.T, rt *cri.Runtime, pod *v1.Pod) {
 		_ = rt.KillPod(ctx, pod, nil, &zero)
 		_ = rt.RemovePod(ctx, &runtime.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace})
 	})
+}
+
+// killAndRemove kills pod and removes it, as the agent's pod worker does:
+// a RemovePod refused because something still runs (a runtime may report
+// a container it just stopped as running for a moment) is preceded by
+// another KillPod and tried again, a few times.
+func killAndRemove(ctx context.Context, t *testing.T, rt *cri.Runtime, pod *v1.Pod) {
+	t.Helper()
+	zero := int64(0)
+	var err error
+	for attempt := range 5 {
+		if err = rt.KillPod(ctx, pod, nil, &zero); err != nil {
+			t.Fatalf("KillPod: %v", err)
+		}
+		err = rt.RemovePod(ctx, &runtime.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace})
+		if !errors.Is(err, runtime.ErrFailedPrecondition) {
+			break
+		}
+		t.Logf("RemovePod, attempt %d: %v", attempt+1, err)
+	}
+	if err != nil {
+		t.Fatalf("RemovePod: %v", err)
+	}
 }

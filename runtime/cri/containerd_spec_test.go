@@ -113,13 +113,7 @@ func TestRealRuntimeMemoryLimitAndEmptyDir(t *testing.T) {
 		t.Errorf("emptyDir with fsGroup: %v, %v", fi, err)
 	}
 
-	zero := int64(0)
-	if err := rt.KillPod(ctx, pod, nil, &zero); err != nil {
-		t.Fatalf("KillPod: %v", err)
-	}
-	if err := rt.RemovePod(ctx, &runtime.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}); err != nil {
-		t.Fatalf("RemovePod: %v", err)
-	}
+	killAndRemove(ctx, t, rt, pod)
 	if _, err := os.Stat(filepath.Join(root, string(pod.UID))); !os.IsNotExist(err) {
 		t.Errorf("the pod's folder after RemovePod: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/podlife/podlife/agent/node"
@@ -128,18 +129,7 @@ func TestRealAPIServerDownAtStart(t *testing.T) {
 			return rt.RoundTrip(r)
 		})
 	})
-	client, err := kubernetes.NewForConfig(pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := node.New(node.Options{Client: client, NodeName: name, Runtime: &fakeRuntime{}, MaxBackOff: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	c := startController(t, pcfg, node.Options{NodeName: name, Runtime: &fakeRuntime{}, MaxBackOff: time.Second})
 	api.Eventually(t, 20*time.Second, "three failed attempts", func() (bool, error) { return tried.Load() >= 3, nil })
 	select {
 	case <-c.Registered():
@@ -182,18 +172,7 @@ func TestRealStatusFromTheNodeWatch(t *testing.T) {
 			return rt.RoundTrip(r)
 		})
 	})
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := node.New(node.Options{Client: client, NodeName: name, Runtime: &fakeRuntime{}, StatusUpdateFrequency: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	startController(t, cfg, node.Options{NodeName: name, Runtime: &fakeRuntime{}, StatusUpdateFrequency: 200 * time.Millisecond})
 	api.Eventually(t, 30*time.Second, "the Node watched", func() (bool, error) { return watches.Load() >= 1, nil })
 	// Give the status loop time to read from the watch: every period after
 	// the first that found it listed makes no GET.
@@ -204,7 +183,7 @@ func TestRealStatusFromTheNodeWatch(t *testing.T) {
 	before, since := gets.Load(), time.Now()
 	// Someone (the node lifecycle controller, say) marks it Unknown; the
 	// Controller may write meanwhile, so the update retries on a conflict.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := api.Admin.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -230,4 +209,24 @@ func TestRealStatusFromTheNodeWatch(t *testing.T) {
 	if got := gets.Load() - before; got > 1 {
 		t.Errorf("%d GETs of the Node in ten status periods and a repair, want none (read from the watch)", got)
 	}
+}
+
+// startController runs a Controller with opts, over a client of cfg, until
+// the test ends.
+func startController(t *testing.T, cfg *rest.Config, opts node.Options) *node.Controller {
+	t.Helper()
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Client = client
+	c, err := node.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return c
 }

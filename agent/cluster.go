@@ -47,6 +47,11 @@ type Cluster struct {
 	// Status configures the status manager further. Client, PodStates,
 	// Pods, Logger, Clock and Registerer are the agent's unless set here.
 	Status status.Options
+	// Events configures the event recorder further (QPS and Burst, the
+	// kubelet's --event-qps and --event-burst, say). Client is EventClient,
+	// and NodeName, Logger, Clock and Registerer are the agent's, unless
+	// set here. Unused when Options.Recorder is given.
+	Events events.Options
 }
 
 // clusterParts are what Options.Cluster adds to an agent.
@@ -162,8 +167,23 @@ func (a *Agent) newCluster() error {
 		if ec == nil {
 			ec = c.Client
 		}
-		rec, err := events.New(events.Options{Client: ec, NodeName: opts.NodeName, Clock: opts.Clock,
-			Logger: opts.Logger.WithName("events"), Registerer: opts.Registerer})
+		eo := c.Events
+		if eo.Client == nil {
+			eo.Client = ec
+		}
+		if eo.NodeName == "" {
+			eo.NodeName = opts.NodeName
+		}
+		if eo.Clock == nil {
+			eo.Clock = opts.Clock
+		}
+		if eo.Logger.GetSink() == nil {
+			eo.Logger = opts.Logger.WithName("events")
+		}
+		if eo.Registerer == nil {
+			eo.Registerer = opts.Registerer
+		}
+		rec, err := events.New(eo)
 		if err != nil {
 			return err
 		}

@@ -5,10 +5,13 @@ import (
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/agent/events"
 	"github.com/podlife/podlife/podworker/podworkertest"
+	"github.com/podlife/podlife/runtime"
 	"github.com/podlife/podlife/runtime/fakecri"
 )
 
@@ -38,4 +41,21 @@ func TestFailedSyncEvent(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Cluster.Events reaches the event recorder the agent makes: its limits are
+// validated there (and used: see agent/events).
+func TestClusterEventsOptions(t *testing.T) {
+	rt := struct{ runtime.Runtime }{} // never called by New
+	base := func(eo events.Options) agent.Options {
+		return agent.Options{Runtime: rt, NodeName: "n", ManifestPath: t.TempDir(),
+			Cluster: &agent.Cluster{Client: fake.NewClientset(), SkipNode: true, Events: eo}}
+	}
+	if _, err := agent.New(base(events.Options{QPS: 5, Burst: 10})); err != nil {
+		t.Fatalf("QPS 5, Burst 10: %v", err)
+	}
+	_, err := agent.New(base(events.Options{QPS: -1}))
+	if err == nil || !strings.Contains(err.Error(), "QPS must not be negative") {
+		t.Fatalf("QPS -1: %v, want the recorder's refusal", err)
+	}
 }

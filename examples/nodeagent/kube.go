@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/agent/events"
 	"github.com/podlife/podlife/agent/node"
 	"github.com/podlife/podlife/agent/status"
 )
@@ -95,6 +96,7 @@ func isUnreachable(err error) bool {
 
 // withCluster makes the agent a node of the cluster: Node and Lease, the
 // pods bound to the node, mirror pods, statuses, events.
-func withCluster(opts *agent.Options, client, events kubernetes.Interface) {
-	opts.Cluster = &agent.Cluster{Client: client, EventClient: events}
+func withCluster(opts *agent.Options, c config, client, eventClient kubernetes.Interface) {
+	opts.Cluster = &agent.Cluster{Client: client, EventClient: eventClient,
+		Events: events.Options{QPS: c.eventQPS, Burst: c.eventBurst}}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,11 @@ func TestAPIServer(t *testing.T) {
 	}
 	opts := agent.Options{Runtime: rt, NodeName: "edge", ManifestPath: dir, Logger: testr.New(t),
 		RelistInterval: 50 * time.Millisecond, HousekeepingInterval: 100 * time.Millisecond}
-	withCluster(&opts, client, client)
+	c, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCluster(&opts, c, client, client)
 	a, err := agent.New(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -40,8 +40,11 @@ type config struct {
 	// kubeAPIQPS and kubeAPIBurst are the API client's limits.
 	kubeAPIQPS   float32
 	kubeAPIBurst int
-	demo         bool
-	verbosity    int
+	// eventQPS and eventBurst bound the events sent (dropped over them).
+	eventQPS   float32
+	eventBurst int
+	demo       bool
+	verbosity  int
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -57,6 +60,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var qps float64
 	fs.Float64Var(&qps, "kube-api-qps", 50, "queries per second to the API server (the kubelet's default)")
 	fs.IntVar(&c.kubeAPIBurst, "kube-api-burst", 100, "burst of queries to the API server (the kubelet's default)")
+	var eventQPS float64
+	fs.Float64Var(&eventQPS, "event-qps", 50, "events per second sent to the API server; events over it and --event-burst are dropped (the kubelet's default)")
+	fs.IntVar(&c.eventBurst, "event-burst", 100, "burst of events sent to the API server (the kubelet's default)")
 	fs.BoolVar(&c.demo, "demo", false, "run the demo story on the embedded runtime, print what happened and exit (0 when every check held)")
 	fs.IntVar(&c.verbosity, "v", 2, "log verbosity: 0 errors and notable events, 2 pod lifecycle transitions, 4 every update")
 	if err := fs.Parse(args); err != nil {
@@ -65,6 +71,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	c.kubeAPIQPS = float32(qps)
 	if qps <= 0 || c.kubeAPIBurst <= 0 {
 		return c, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", qps, c.kubeAPIBurst)
+	}
+	c.eventQPS = float32(eventQPS)
+	if eventQPS <= 0 || c.eventBurst <= 0 {
+		return c, fmt.Errorf("--event-qps and --event-burst must be positive, got %v and %d", eventQPS, c.eventBurst)
 	}
 	if c.inCluster && c.kubeconfig != "" {
 		return c, errors.New("--in-cluster and --kubeconfig exclude each other")

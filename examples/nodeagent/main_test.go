@@ -29,8 +29,17 @@ func TestFlags(t *testing.T) {
 		t.Error("--demo with --cri-endpoint: no error")
 	}
 	c, err := parseFlags(nil, io.Discard)
-	if err != nil || c.listen != "127.0.0.1:10255" || c.manifests != "examples/nodeagent/manifests" {
+	if err != nil || c.listen != "127.0.0.1:10255" || c.manifests != "examples/nodeagent/manifests" ||
+		c.eventQPS != 50 || c.eventBurst != 100 {
 		t.Errorf("defaults: %+v, %v", c, err)
+	}
+	for _, bad := range [][]string{{"--event-qps", "0"}, {"--event-burst", "-1"}, {"--kube-api-qps", "-2"}} {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+	if c, err := parseFlags([]string{"--event-qps", "5", "--event-burst", "10"}, io.Discard); err != nil || c.eventQPS != 5 || c.eventBurst != 10 {
+		t.Errorf("--event-qps 5 --event-burst 10: %+v, %v", c, err)
 	}
 	if code := run([]string{"--bogus"}, io.Discard, io.Discard); code != 2 {
 		t.Errorf("exit code with a bad flag: %d, want 2", code)

@@ -80,7 +80,7 @@ func serve(ctx context.Context, c config, log logr.Logger) error {
 		if err != nil {
 			return err
 		}
-		withCluster(&opts, client, events)
+		withCluster(&opts, c, client, events)
 		log.Info("joining a cluster", "server", host, "node", c.nodeName, "qps", c.kubeAPIQPS, "burst", c.kubeAPIBurst)
 	}
 	a, err := agent.New(opts)

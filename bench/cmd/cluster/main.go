@@ -51,6 +51,8 @@ type config struct {
 	creators    int
 	logDir      string
 	podlifeRoot string
+	podlifeV    int
+	podlifeArgs []string
 }
 
 func main() {
@@ -65,9 +67,12 @@ func main() {
 	flag.StringVar(&c.podlifeRoot, "podlife-root", "..", "root of the podlife module (to build the nodeagent)")
 	flag.StringVar(&c.kubemark, "kubemark", "/var/cache/podlife-apiserver/bin/kubemark", "kubemark binary (see /work/shared/tools/README.md)")
 	flag.BoolVar(&c.registers, "podlife-registers-node", false, "the nodeagent registers its Node and renews its Lease; when false the harness makes the Node (Ready, 2000 pods) and renews its Lease")
+	flag.IntVar(&c.podlifeV, "podlife-v", 0, "log verbosity of the nodeagent (4 logs every pod's steps with millisecond times)")
+	podlifeArgs := flag.String("podlife-args", "", "more nodeagent flags, space-separated (e.g. \"--event-qps 10\")")
 	flag.IntVar(&c.creators, "creators", 50, "parallel creators and deleters")
 	flag.StringVar(&c.logDir, "log-dir", "", "where engine logs go (default: a temporary folder)")
 	flag.Parse()
+	c.podlifeArgs = strings.Fields(*podlifeArgs)
 	for _, e := range strings.Split(engines, ",") {
 		c.engines = append(c.engines, strings.TrimSpace(e))
 	}
@@ -294,8 +299,9 @@ func startEngine(ctx context.Context, c config, eng string, proxy *bench.Countin
 				return nil, err
 			}
 		}
-		stop, err := startProcess(ctx, c, eng, bin, "--kubeconfig", kubeconfig, "--node-name", c.node,
-			"--manifests", manifests, "--listen", "127.0.0.1:"+strconv.Itoa(port), "-v", "0")
+		args := append([]string{"--kubeconfig", kubeconfig, "--node-name", c.node,
+			"--manifests", manifests, "--listen", "127.0.0.1:" + strconv.Itoa(port), "-v", strconv.Itoa(c.podlifeV)}, c.podlifeArgs...)
+		stop, err := startProcess(ctx, c, eng, bin, args...)
 		if err != nil {
 			stopNode()
 			return nil, err

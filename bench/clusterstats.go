@@ -35,8 +35,40 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 // labels do not contain every one of match (e.g. `resource="pods"`) are
 // skipped.
 func RequestTotal(r io.Reader, match ...string) (float64, error) {
-	const name = "apiserver_request_total"
 	var sum float64
+	err := eachSample(r, "apiserver_request_total", func(labels string, v float64) {
+		for _, m := range match {
+			if !strings.Contains(labels, m) {
+				return
+			}
+		}
+		sum += v
+	})
+	return sum, err
+}
+
+// RuntimeOperations reads a Prometheus text exposition (podlife's
+// /metrics) and returns kubelet_runtime_operations_total by operation_type:
+// the CRI calls made so far.
+func RuntimeOperations(r io.Reader) (map[string]float64, error) {
+	ops := map[string]float64{}
+	const key = `operation_type="`
+	err := eachSample(r, "kubelet_runtime_operations_total", func(labels string, v float64) {
+		i := strings.Index(labels, key)
+		if i < 0 {
+			return
+		}
+		op := labels[i+len(key):]
+		if j := strings.IndexByte(op, '"'); j >= 0 {
+			ops[op[:j]] += v
+		}
+	})
+	return ops, err
+}
+
+// eachSample calls fn with the labels (between the braces) and the value of
+// every sample of the metric name in a Prometheus text exposition.
+func eachSample(r io.Reader, name string, fn func(labels string, v float64)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	for sc.Scan() {
@@ -52,32 +84,22 @@ func RequestTotal(r io.Reader, match ...string) (float64, error) {
 		if rest[0] == '{' {
 			end := strings.LastIndexByte(rest, '}')
 			if end < 0 {
-				return 0, fmt.Errorf("metrics line %q: unterminated labels", line)
+				return fmt.Errorf("metrics line %q: unterminated labels", line)
 			}
 			labels, rest = rest[1:end], rest[end+1:]
 		}
-		ok := true
-		for _, m := range match {
-			if !strings.Contains(labels, m) {
-				ok = false
-				break
-			}
-		}
-		if !ok {
-			continue
-		}
 		fields := strings.Fields(rest)
 		if len(fields) == 0 {
-			return 0, fmt.Errorf("metrics line %q: no value", line)
+			return fmt.Errorf("metrics line %q: no value", line)
 		}
 		v, err := strconv.ParseFloat(fields[0], 64)
 		if err != nil {
-			return 0, fmt.Errorf("metrics line %q: %w", line, err)
+			return fmt.Errorf("metrics line %q: %w", line, err)
 		}
-		sum += v
+		fn(labels, v)
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("read metrics: %w", err)
+		return fmt.Errorf("read metrics: %w", err)
 	}
-	return sum, nil
+	return nil
 }

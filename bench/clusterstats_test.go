@@ -76,3 +76,22 @@ apiserver_request_duration_seconds_count{verb="GET"} 77
 		t.Error("a bad value: no error")
 	}
 }
+
+func TestRuntimeOperations(t *testing.T) {
+	const text = `# TYPE kubelet_runtime_operations_total counter
+kubelet_runtime_operations_total{operation_type="run_podsandbox"} 100
+kubelet_runtime_operations_total{operation_type="container_status"} 2.5e+02
+kubelet_runtime_operations_total_other{operation_type="run_podsandbox"} 7
+kubelet_runtime_operations_errors_total{operation_type="run_podsandbox"} 3
+`
+	got, err := RuntimeOperations(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["run_podsandbox"] != 100 || got["container_status"] != 250 {
+		t.Fatalf("RuntimeOperations = %v", got)
+	}
+	if _, err := RuntimeOperations(strings.NewReader("kubelet_runtime_operations_total{operation_type=\"x\"} nope\n")); err == nil {
+		t.Fatal("a bad value: no error")
+	}
+}

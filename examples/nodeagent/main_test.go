@@ -51,12 +51,12 @@ func TestFlags(t *testing.T) {
 
 // The endpoints of the agent over the shipped manifests.
 func TestEndpoints(t *testing.T) {
-	rt, _, closeRuntime, err := openRuntime("", testr.New(t))
+	reg := prometheus.NewRegistry()
+	rt, _, closeRuntime, err := openRuntime("", testr.New(t), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeRuntime()
-	reg := prometheus.NewRegistry()
 	a, err := agent.New(agent.Options{Runtime: rt, NodeName: "test", ManifestPath: filepath.Join("manifests"),
 		Registerer: reg, RelistInterval: 50 * time.Millisecond, HousekeepingInterval: 100 * time.Millisecond})
 	if err != nil {
@@ -114,7 +114,8 @@ func TestEndpoints(t *testing.T) {
 	podworkertest.WaitFor(t, 20*time.Second, "metrics", func() bool {
 		_, body := get("/metrics")
 		return strings.Contains(body, `kubelet_desired_pods{static="true"} 4`) &&
-			strings.Contains(body, `kubelet_working_pods{config="desired",lifecycle="terminated",static="true"} 1`)
+			strings.Contains(body, `kubelet_working_pods{config="desired",lifecycle="terminated",static="true"} 1`) &&
+			strings.Contains(body, `kubelet_runtime_operations_total{operation_type="start_container"}`)
 	})
 }
 

@@ -23,9 +23,10 @@ import (
 )
 
 // openRuntime connects to the CRI endpoint, or starts an embedded fakecri
-// server when there is none. close releases both.
-func openRuntime(endpoint string, log logr.Logger) (rt *cri.Runtime, srv *fakecri.Server, closeFn func(), err error) {
-	opts := cri.Options{Endpoint: endpoint, Logger: log.WithName("cri")}
+// server when there is none. close releases both. reg, when not nil,
+// receives the runtime operation metrics.
+func openRuntime(endpoint string, log logr.Logger, reg prometheus.Registerer) (rt *cri.Runtime, srv *fakecri.Server, closeFn func(), err error) {
+	opts := cri.Options{Endpoint: endpoint, Logger: log.WithName("cri"), Registerer: reg}
 	if endpoint == "" {
 		srv = fakecri.New(fakecri.Options{Logger: log.WithName("fakecri")})
 		if err := srv.StartInMemory(); err != nil {
@@ -50,7 +51,9 @@ func openRuntime(endpoint string, log logr.Logger) (rt *cri.Runtime, srv *fakecr
 
 // serve runs the agent and its HTTP endpoints until ctx is done.
 func serve(ctx context.Context, c config, log logr.Logger) error {
-	rt, _, closeRuntime, err := openRuntime(c.criEndpoint, log)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rt, _, closeRuntime, err := openRuntime(c.criEndpoint, log, reg)
 	if err != nil {
 		return err
 	}
@@ -66,8 +69,6 @@ func serve(ctx context.Context, c config, log logr.Logger) error {
 		log.Info("manifest folder not readable yet; watching for it", "path", c.manifests, "error", err.Error())
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := agent.Options{
 		Runtime:      rt,
 		NodeName:     c.nodeName,

@@ -50,6 +50,7 @@ func New(opts Options) (*Runtime, error) {
 	if opts.NodeMemoryCapacity == 0 {
 		opts.NodeMemoryCapacity, memErr = readMemTotal(opts.meminfo)
 	}
+	ops := newOperationMetrics(opts.Registerer, opts.MetricsNamespace)
 	target := opts.Endpoint
 	dialOpts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -58,6 +59,9 @@ func New(opts Options) (*Runtime, error) {
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: opts.ReconnectMaxDelay},
 			MinConnectTimeout: 5 * time.Second,
 		}),
+	}
+	if ops != nil {
+		dialOpts = append(dialOpts, grpc.WithChainUnaryInterceptor(ops.interceptor))
 	}
 	if opts.Dialer != nil {
 		name := opts.Endpoint
@@ -70,6 +74,12 @@ func New(opts Options) (*Runtime, error) {
 	conn, err := grpc.NewClient(target, dialOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("cri client for %q: %w: %w", opts.Endpoint, runtime.ErrInvalidArgument, err)
+	}
+	if ops != nil {
+		if err := ops.register(opts.Registerer); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
 	}
 	r := &Runtime{
 		opts:    opts,

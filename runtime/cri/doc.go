@@ -116,6 +116,16 @@
 // runtime writes under VolumeRoot/UID/logs. RemovePod removes
 // VolumeRoot/UID.
 //
+// # Metrics
+//
+// With Options.Registerer, every CRI call is counted and timed as the
+// kubelet's instrumented runtime does, under its names and operation
+// types (metrics.go): kubelet_runtime_operations_total,
+// kubelet_runtime_operations_errors_total and
+// kubelet_runtime_operations_duration_seconds{operation_type} (run_podsandbox,
+// create_container, container_status, list_podsandbox, ...). A pod start
+// on a fake runtime shows where its calls go.
+//
 // Not implemented: ephemeral containers (rejected, naming the field),
 // volume sources other than emptyDir and hostPath, ports.
 package cri

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/runtime"
@@ -111,6 +112,15 @@ type Options struct {
 	// kubelet's, so that profiles installed for it serve podlife too.
 	SeccompProfileRoot string
 
+	// Registerer receives the kubelet's runtime operation metrics
+	// (runtime_operations_total, runtime_operations_errors_total and
+	// runtime_operations_duration_seconds, by operation_type) of every
+	// CRI call. Default nil: none.
+	Registerer prometheus.Registerer
+	// MetricsNamespace prefixes their names. Default "kubelet"
+	// (DefaultMetricsNamespace).
+	MetricsNamespace string
+
 	// meminfo is the file NodeMemoryCapacity defaults from (a test seam).
 	// Default /proc/meminfo.
 	meminfo string
@@ -125,6 +135,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.MetricsNamespace == "" {
+		o.MetricsNamespace = DefaultMetricsNamespace
 	}
 	if o.ImagePullTimeout == 0 {
 		o.ImagePullTimeout = DefaultImagePullTimeout

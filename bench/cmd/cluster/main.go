@@ -11,6 +11,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -22,6 +23,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -172,7 +174,8 @@ func runEngine(ctx context.Context, c config, eng string, admin kubernetes.Inter
 	}()
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stopEngine, err := startEngine(ectx, c, eng, proxy, admin)
+	var metricsURL string // podlife's /metrics: its CRI calls
+	stopEngine, err := startEngine(ectx, c, eng, proxy, admin, &metricsURL)
 	if err != nil {
 		return nil, err
 	}
@@ -191,10 +194,15 @@ func runEngine(ctx context.Context, c config, eng string, admin kubernetes.Inter
 		}
 		ownBefore := own.Load()
 		pBefore := proxy.Snapshot()
+		opsBefore := runtimeOps(ctx, metricsURL)
 		var pMid map[string]int
+		var opsMid map[string]float64
 		w := &bench.ClusterWorkload{Admin: admin, Node: c.node, Pods: n, Creators: c.creators, Timeout: c.timeout,
-			Logf:         func(f string, a ...any) { logf(eng+fmt.Sprintf(" %d pods: ", n)+f, a...) },
-			BeforeDelete: func() { pMid = proxy.Snapshot() }}
+			Logf: func(f string, a ...any) { logf(eng+fmt.Sprintf(" %d pods: ", n)+f, a...) },
+			BeforeDelete: func() {
+				pMid = proxy.Snapshot()
+				opsMid = runtimeOps(ctx, metricsURL)
+			}}
 		ns := fmt.Sprintf("clusterbench-%s-%d-%d", eng, n, time.Now().Unix()%100000)
 		r.res, r.err = w.Run(ctx, ns)
 		// Let the last status writes and deletes of the engine land.
@@ -211,6 +219,11 @@ func runEngine(ctx context.Context, c config, eng string, admin kubernetes.Inter
 			deletePhase, nd := bench.Diff(pMid, proxy.Snapshot())
 			logf("%s %d pods: create phase %d (%s); delete phase %d (%s)", eng, n, nc, bench.FormatCounts(createPhase), nd, bench.FormatCounts(deletePhase))
 		}
+		if opsBefore != nil && opsMid != nil {
+			if opsAfter := runtimeOps(ctx, metricsURL); opsAfter != nil {
+				logf("%s %d pods: CRI calls per pod: create phase %s; delete phase %s", eng, n, perPod(opsBefore, opsMid, n), perPod(opsMid, opsAfter, n))
+			}
+		}
 		rows = append(rows, r)
 		if r.err != nil || !r.res.RunningComplete() || !r.res.GoneComplete() {
 			if i < len(c.sizes)-1 {
@@ -220,6 +233,53 @@ func runEngine(ctx context.Context, c config, eng string, admin kubernetes.Inter
 		}
 	}
 	return rows, nil
+}
+
+// runtimeOps reads the CRI calls made so far from the nodeagent's /metrics
+// (nil when there is no URL or it cannot be read).
+func runtimeOps(ctx context.Context, url string) map[string]float64 {
+	if url == "" {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	ops, err := bench.RuntimeOperations(resp.Body)
+	if err != nil {
+		return nil
+	}
+	return ops
+}
+
+// perPod formats the calls made between two readings, per pod, busiest
+// operation first: "9.1 (container_status 2.0, list_podsandbox 2.0, ...)".
+func perPod(before, after map[string]float64, pods int) string {
+	type op struct {
+		name string
+		n    float64
+	}
+	var ops []op
+	total := 0.0
+	for name, v := range after {
+		if d := v - before[name]; d > 0 {
+			ops = append(ops, op{name, d / float64(pods)})
+			total += d / float64(pods)
+		}
+	}
+	slices.SortFunc(ops, func(a, b op) int { return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.name, b.name)) })
+	parts := make([]string, len(ops))
+	for i, o := range ops {
+		parts[i] = fmt.Sprintf("%s %.1f", o.name, o.n)
+	}
+	return fmt.Sprintf("%.1f (%s)", total, strings.Join(parts, ", "))
 }
 
 func loadavg() string {
@@ -252,7 +312,7 @@ func freePort() (int, error) {
 }
 
 // startEngine starts one engine on the node and returns how to stop it.
-func startEngine(ctx context.Context, c config, eng string, proxy *bench.CountingProxy, admin kubernetes.Interface) (func(), error) {
+func startEngine(ctx context.Context, c config, eng string, proxy *bench.CountingProxy, admin kubernetes.Interface, metricsURL *string) (func(), error) {
 	kubeconfig := filepath.Join(c.logDir, eng+".kubeconfig")
 	if err := proxy.WriteKubeconfig(kubeconfig); err != nil {
 		return nil, err
@@ -301,6 +361,7 @@ func startEngine(ctx context.Context, c config, eng string, proxy *bench.Countin
 		}
 		args := append([]string{"--kubeconfig", kubeconfig, "--node-name", c.node,
 			"--manifests", manifests, "--listen", "127.0.0.1:" + strconv.Itoa(port), "-v", strconv.Itoa(c.podlifeV)}, c.podlifeArgs...)
+		*metricsURL = "http://127.0.0.1:" + strconv.Itoa(port) + "/metrics"
 		stop, err := startProcess(ctx, c, eng, bin, args...)
 		if err != nil {
 			stopNode()

@@ -26,6 +26,8 @@ type Runtime struct {
 	rs      runtimeapi.RuntimeServiceClient
 	is      runtimeapi.ImageServiceClient
 	backOff *backOff
+	// janitor deletes the folders of removed pods (trash.go).
+	janitor *janitor
 	// recorder receives events (SetRecorder); nil: none.
 	recorder atomic.Pointer[recorderBox]
 	// startedGate is the startup-probe gate of sidecars; nil: none.
@@ -88,6 +90,7 @@ func New(opts Options) (*Runtime, error) {
 		rs:      runtimeapi.NewRuntimeServiceClient(conn),
 		is:      runtimeapi.NewImageServiceClient(conn),
 		backOff: newBackOff(opts.Clock, opts.BackOffInitial, opts.BackOffMax),
+		janitor: newJanitor(opts.VolumeRoot, opts.Logger.WithName("cri")),
 	}
 	r.SetStarted(opts.Started)
 	if memErr != nil {
@@ -96,8 +99,13 @@ func New(opts Options) (*Runtime, error) {
 	return r, nil
 }
 
-// Close closes the connection. Calls after Close fail.
-func (r *Runtime) Close() error { return r.conn.Close() }
+// Close closes the connection and stops deleting the folders of removed
+// pods (what is left of them is deleted by the next Runtime on the same
+// VolumeRoot). Calls after Close fail.
+func (r *Runtime) Close() error {
+	r.janitor.close()
+	return r.conn.Close()
+}
 
 // callCtx bounds one call by the configured timeout (plus extra).
 func (r *Runtime) callCtx(ctx context.Context, extra time.Duration) (context.Context, context.CancelFunc) {

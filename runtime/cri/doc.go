@@ -113,8 +113,12 @@
 // mounted at its terminationMessagePath (termination.go); once it has
 // exited, GetPodStatus reads the message from it, or with
 // FallbackToLogsOnError from the end of the container's log, which the
-// runtime writes under VolumeRoot/UID/logs. RemovePod removes
-// VolumeRoot/UID.
+// runtime writes under VolumeRoot/UID/logs. RemovePod moves VolumeRoot/UID
+// into VolumeRoot/.podlife-removed, one rename, and a goroutine of the
+// Runtime deletes it from there (trash.go): the pod finishes without
+// waiting for its files, and a pod of the same UID started at once gets a
+// new folder. Close stops that goroutine; the next Runtime on the same
+// VolumeRoot deletes what is left.
 //
 // # Metrics
 //

@@ -92,7 +92,8 @@ type Options struct {
 	MaxMessageSize int
 
 	// VolumeRoot is the folder under which the adapter keeps what it makes
-	// on the host for a pod, in VolumeRoot/UID (removed by RemovePod): its
+	// on the host for a pod, in VolumeRoot/UID (moved aside by RemovePod and
+	// deleted in the background; see the package documentation): its
 	// emptyDir volumes (VolumeRoot/UID/volumes/kubernetes.io~empty-dir/NAME),
 	// the termination-message files mounted into its containers, and the
 	// container logs the runtime writes (VolumeRoot/UID/logs). Default

@@ -38,7 +38,7 @@ const emptyDirPlugin = "kubernetes.io~empty-dir"
 // is not a plain file name (it could leave VolumeRoot) has none.
 func (r *Runtime) podDir(uid types.UID) (string, error) {
 	s := string(uid)
-	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\\x00") {
+	if s == "" || s == "." || s == ".." || s == trashName || strings.ContainsAny(s, "/\\\x00") {
 		return "", fmt.Errorf("pod UID %q cannot name a folder under VolumeRoot", uid)
 	}
 	return filepath.Join(r.opts.VolumeRoot, s), nil
@@ -51,19 +51,6 @@ func (r *Runtime) emptyDirPath(uid types.UID, volume string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(dir, "volumes", emptyDirPlugin, volume), nil
-}
-
-// removePodDir deletes VolumeRoot/UID and everything in it (the pod's
-// emptyDir volumes). A pod that has none is done.
-func (r *Runtime) removePodDir(uid types.UID) error {
-	dir, err := r.podDir(uid)
-	if err != nil {
-		return nil // nothing can have been made for it
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("remove the pod's volumes: %w", err)
-	}
-	return nil
 }
 
 // isServiceAccountVolume reports whether v is the projected volume the API

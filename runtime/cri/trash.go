@@ -166,9 +166,3 @@ func (j *janitor) close() {
 	}
 }
 
-// pending returns how many folders wait in the queue (for tests).
-func (j *janitor) pending() int {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return len(j.queue)
-}

@@ -165,4 +165,3 @@ func (j *janitor) close() {
 		<-j.done
 	}
 }
-

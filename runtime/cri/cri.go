@@ -52,7 +52,7 @@ func New(opts Options) (*Runtime, error) {
 	if opts.NodeMemoryCapacity == 0 {
 		opts.NodeMemoryCapacity, memErr = readMemTotal(opts.meminfo)
 	}
-	ops := newOperationMetrics(opts.Registerer, opts.MetricsNamespace)
+	ops := newOperationMetrics(opts.Registerer, opts.MetricsNamespace, opts.Clock)
 	target := opts.Endpoint
 	dialOpts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -90,7 +90,7 @@ func New(opts Options) (*Runtime, error) {
 		rs:      runtimeapi.NewRuntimeServiceClient(conn),
 		is:      runtimeapi.NewImageServiceClient(conn),
 		backOff: newBackOff(opts.Clock, opts.BackOffInitial, opts.BackOffMax),
-		janitor: newJanitor(opts.VolumeRoot, opts.Logger.WithName("cri")),
+		janitor: newJanitor(opts.VolumeRoot, opts.Logger.WithName("cri"), opts.Clock),
 	}
 	r.SetStarted(opts.Started)
 	if memErr != nil {

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"time"
 	"unicode"
+
+	"k8s.io/utils/clock"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -77,16 +78,18 @@ func operationType(fullMethod string) string {
 // call counted, timed and, when it fails, counted as an error, by
 // operation_type. A nil *operationMetrics records nothing.
 type operationMetrics struct {
+	clock    clock.PassiveClock
 	total    *prometheus.CounterVec
 	errors   *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 }
 
-func newOperationMetrics(reg prometheus.Registerer, namespace string) *operationMetrics {
+func newOperationMetrics(reg prometheus.Registerer, namespace string, clk clock.PassiveClock) *operationMetrics {
 	if reg == nil {
 		return nil
 	}
 	return &operationMetrics{
+		clock: clk,
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "runtime_operations_total",
 			Help: "Cumulative number of CRI runtime operations by operation type.",
@@ -113,11 +116,11 @@ func (m *operationMetrics) register(reg prometheus.Registerer) error {
 
 // interceptor records every unary call of the connection.
 func (m *operationMetrics) interceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	start := time.Now()
+	start := m.clock.Now()
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	op := operationType(method)
 	m.total.WithLabelValues(op).Inc()
-	m.duration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	m.duration.WithLabelValues(op).Observe(m.clock.Since(start).Seconds())
 	if err != nil {
 		m.errors.WithLabelValues(op).Inc()
 	}

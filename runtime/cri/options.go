@@ -80,8 +80,9 @@ type Options struct {
 	// doubles at every restart up to BackOffMax. Defaults 10s and 5m.
 	BackOffInitial time.Duration
 	BackOffMax     time.Duration
-	// Clock paces the crash-loop back-off. Default: the real clock. (Call
-	// deadlines are gRPC deadlines and use real time.)
+	// Clock paces the crash-loop back-off and times the CRI calls for the
+	// operation metrics. Default: the real clock. (Call deadlines are gRPC
+	// deadlines and use real time.)
 	Clock clock.Clock
 	// Logger. The zero value discards.
 	Logger logr.Logger

@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,6 +28,7 @@ const trashName = ".podlife-removed"
 // VolumeRoot, which takes over the trash when it first moves a folder.
 type janitor struct {
 	log   logr.Logger
+	clock clock.PassiveClock
 	trash string
 
 	mu      sync.Mutex
@@ -39,8 +41,8 @@ type janitor struct {
 	done    chan struct{}
 }
 
-func newJanitor(volumeRoot string, log logr.Logger) *janitor {
-	return &janitor{log: log, trash: filepath.Join(volumeRoot, trashName),
+func newJanitor(volumeRoot string, log logr.Logger, clk clock.PassiveClock) *janitor {
+	return &janitor{log: log, clock: clk, trash: filepath.Join(volumeRoot, trashName),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -72,7 +74,7 @@ func (j *janitor) take(dir, name string) error {
 		return errors.New("runtime closed")
 	}
 	j.seq++
-	to := filepath.Join(j.trash, name+"."+strconv.FormatInt(time.Now().UnixNano(), 36)+"."+strconv.FormatUint(j.seq, 36))
+	to := filepath.Join(j.trash, name+"."+strconv.FormatInt(j.clock.Now().UnixNano(), 36)+"."+strconv.FormatUint(j.seq, 36))
 	j.mu.Unlock()
 	err := os.Rename(dir, to)
 	if errors.Is(err, fs.ErrNotExist) {

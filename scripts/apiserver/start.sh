@@ -40,9 +40,15 @@
 #   API_ETCD_VERSION  default v3.6.16
 #   API_BIN_CACHE  default /var/cache/podlife-apiserver
 #
-# Files in API_DIR: admin.kubeconfig, node-NAME.kubeconfig, ca.crt, tokens.csv,
-# env (KEY=value lines for tests to source: API_SERVER, API_ADMIN_KUBECONFIG,
-# API_KUBECTL), *.log, *.pid.
+# Files in API_DIR: admin.kubeconfig, node-NAME.kubeconfig, ca.crt (the cluster
+# CA: it signs the API server's serving certificate and its kubelet client
+# certificate, so a node server that trusts ca.crt as its client CA accepts the
+# API server's proxied logs/exec/port-forward requests), kubelet-client.crt/.key
+# (that client certificate: CN kube-apiserver-kubelet-client, O system:masters),
+# front-proxy-ca.crt, front-proxy-client.crt/.key (the aggregation layer, for
+# an extension API server such as metrics-server), tokens.csv, env (KEY=value
+# lines for tests to source: API_SERVER, API_ADMIN_KUBECONFIG, API_KUBECTL,
+# API_CA, API_FRONT_PROXY_CA), *.log, *.pid.
 set -euo pipefail
 
 API_DIR=${API_DIR:-/tmp/podlife-api}
@@ -133,6 +139,16 @@ openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 30 -s
 openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr -subj /CN=kube-apiserver 2>/dev/null
 printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n' >san.ext
 openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out apiserver.crt -days 30 -extfile san.ext 2>/dev/null
+# The API server's client certificate for node servers (kubectl logs/exec/
+# port-forward are proxied to the node's daemon endpoint with it).
+openssl req -newkey rsa:2048 -nodes -keyout kubelet-client.key -out kubelet-client.csr \
+	-subj "/O=system:masters/CN=kube-apiserver-kubelet-client" 2>/dev/null
+printf 'extendedKeyUsage=clientAuth\n' >client.ext
+openssl x509 -req -in kubelet-client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out kubelet-client.crt -days 30 -extfile client.ext 2>/dev/null
+# The aggregation layer (front proxy): its own CA and the API server's client certificate.
+openssl req -x509 -newkey rsa:2048 -nodes -keyout front-proxy-ca.key -out front-proxy-ca.crt -days 30 -subj /CN=podlife-test-front-proxy-ca 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout front-proxy-client.key -out front-proxy-client.csr -subj /CN=front-proxy-client 2>/dev/null
+openssl x509 -req -in front-proxy-client.csr -CA front-proxy-ca.crt -CAkey front-proxy-ca.key -CAcreateserial -out front-proxy-client.crt -days 30 -extfile client.ext 2>/dev/null
 openssl genrsa -out sa.key 2048 2>/dev/null
 openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
 token() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
@@ -184,7 +200,13 @@ start kube-apiserver "$BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETC
 	--default-not-ready-toleration-seconds 20 --default-unreachable-toleration-seconds 20 \
 	--service-account-key-file sa.pub --service-account-signing-key-file sa.key \
 	--service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.96.0.0/24 \
-	--allow-privileged=true
+	--allow-privileged=true \
+	--kubelet-client-certificate kubelet-client.crt --kubelet-client-key kubelet-client.key \
+	--requestheader-client-ca-file front-proxy-ca.crt --requestheader-allowed-names front-proxy-client \
+	--requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+	--requestheader-extra-headers-prefix X-Remote-Extra- \
+	--proxy-client-cert-file front-proxy-client.crt --proxy-client-key-file front-proxy-client.key \
+	--enable-aggregator-routing=true
 ready=0
 for _ in $(seq 120); do
 	curl -sfk --max-time 1 -H "Authorization: Bearer $admin_token" "https://127.0.0.1:$API_PORT/readyz" >/dev/null && { ready=1; break; }
@@ -214,6 +236,8 @@ cat >env <<EOF
 API_SERVER=https://127.0.0.1:$API_PORT
 API_ADMIN_KUBECONFIG=$API_DIR/admin.kubeconfig
 API_KUBECTL=$BIN/kubectl
+API_CA=$API_DIR/ca.crt
+API_FRONT_PROXY_CA=$API_DIR/front-proxy-ca.crt
 EOF
 log "ready: https://127.0.0.1:$API_PORT (node kubeconfigs: $(for n in $API_NODES; do printf '%s ' "$API_DIR/node-$n.kubeconfig"; done))"
 echo "$API_DIR/admin.kubeconfig"

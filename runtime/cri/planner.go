@@ -50,7 +50,7 @@ func planSync(in planInput) *syncPlan {
 				return p
 			}
 			// Nothing of the old sandbox may keep running.
-			p.SandboxReason = "sandbox " + string(sandbox.State)
+			p.SandboxReason = "sandbox dead: " + string(sandbox.State)
 			p.OldSandboxID = sandbox.ID
 			for _, cs := range st.ContainerStatuses {
 				if cs.State != runtime.ContainerStateExited {

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/podlife/podlife/internal/validate"
 	"github.com/podlife/podlife/metrics"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -88,12 +89,8 @@ func (o Options) validate() error {
 	if o.NodeName == "" {
 		errs = append(errs, errors.New("NodeName is required"))
 	}
-	if o.QPS < 0 {
-		errs = append(errs, fmt.Errorf("QPS must not be negative, got %v", o.QPS))
-	}
-	if o.Burst < 0 {
-		errs = append(errs, fmt.Errorf("Burst must not be negative, got %d", o.Burst))
-	}
+	errs = append(errs, validate.NonNegative(validate.Field("QPS", o.QPS))...)
+	errs = append(errs, validate.NonNegative(validate.Field("Burst", o.Burst))...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("events: invalid options: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/internal/validate"
 	"github.com/podlife/podlife/runtime"
 )
 
@@ -206,27 +207,17 @@ func (o Options) validate() error {
 			errs = append(errs, fmt.Errorf("Taints[%d]: effect %q: must be NoSchedule, PreferNoSchedule or NoExecute", i, t.Effect))
 		}
 	}
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-	}{
-		{"LeaseDuration", o.LeaseDuration}, {"LeaseRenewInterval", o.LeaseRenewInterval},
-		{"StatusUpdateFrequency", o.StatusUpdateFrequency}, {"StatusReportFrequency", o.StatusReportFrequency},
-		{"MaxBackOff", o.MaxBackOff},
-	} {
-		if d.d < 0 {
-			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", d.name, d.d))
-		}
-	}
+	errs = append(errs, validate.Durations(
+		validate.Field("LeaseDuration", o.LeaseDuration), validate.Field("LeaseRenewInterval", o.LeaseRenewInterval),
+		validate.Field("StatusUpdateFrequency", o.StatusUpdateFrequency), validate.Field("StatusReportFrequency", o.StatusReportFrequency),
+		validate.Field("MaxBackOff", o.MaxBackOff))...)
 	if o.LeaseDuration > 0 && o.LeaseDuration < time.Second {
 		errs = append(errs, fmt.Errorf("LeaseDuration must be at least 1s, got %s", o.LeaseDuration))
 	}
 	if o.LeaseRenewInterval > 0 && o.LeaseDuration > 0 && o.LeaseRenewInterval >= o.LeaseDuration {
 		errs = append(errs, fmt.Errorf("LeaseRenewInterval %s must be shorter than LeaseDuration %s", o.LeaseRenewInterval, o.LeaseDuration))
 	}
-	if o.DaemonEndpointPort < 0 {
-		errs = append(errs, fmt.Errorf("DaemonEndpointPort must not be negative, got %d", o.DaemonEndpointPort))
-	}
+	errs = append(errs, validate.NonNegative(validate.Field("DaemonEndpointPort", o.DaemonEndpointPort))...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("node: invalid options: %w", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/internal/validate"
 )
 
 // PodStates tells the Manager whether a pod may still have running
@@ -160,17 +162,12 @@ func (o Options) validate() error {
 	if o.PodStates == nil {
 		errs = append(errs, errors.New("PodStates is required"))
 	}
-	if o.ReconcileInterval < 0 {
-		errs = append(errs, fmt.Errorf("ReconcileInterval %v is negative", o.ReconcileInterval))
-	}
+	errs = append(errs, validate.Durations(validate.Field("ReconcileInterval", o.ReconcileInterval), validate.Field("RequestTimeout", o.RequestTimeout))...)
 	if o.Workers < 0 {
 		errs = append(errs, fmt.Errorf("Workers %d is negative", o.Workers))
 	}
 	if o.BackoffBase < 0 || o.BackoffMax < o.BackoffBase {
 		errs = append(errs, fmt.Errorf("BackoffBase %v and BackoffMax %v: want 0 <= base <= max", o.BackoffBase, o.BackoffMax))
-	}
-	if o.RequestTimeout < 0 {
-		errs = append(errs, fmt.Errorf("RequestTimeout %v is negative", o.RequestTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("status: invalid Options: %w", err)

@@ -32,12 +32,23 @@ func newBackOff(c clock.Clock, initial, max time.Duration) *backOff {
 	return &backOff{clock: c, initial: initial, max: max, byKey: map[string]backOffEntry{}}
 }
 
-// wait returns how long the container must still stay dead (0: restart now),
-// counting from when it finished.
-func (b *backOff) wait(key string, finishedAt time.Time) time.Duration {
+// backOffView is the read-only side of the back-off the planner consults:
+// it records nothing and reads no clock.
+type backOffView interface {
+	// waitAt returns how long the container must still stay dead at now
+	// (0: it may restart), counting from when it finished.
+	waitAt(key string, finishedAt, now time.Time) time.Duration
+}
+
+// backOffKey names a container in the back-off.
+func backOffKey(pod *v1.Pod, container string) string {
+	return string(pod.UID) + "/" + container
+}
+
+// waitAt implements backOffView.
+func (b *backOff) waitAt(key string, finishedAt, now time.Time) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.clock.Now()
 	e, ok := b.byKey[key]
 	if !ok || now.Sub(e.lastUpdate) > 2*b.max {
 		return 0

@@ -38,6 +38,20 @@
 //
 // # SyncPod
 //
+// SyncPod is plan-then-act, like the pod workers' Machine: it reads the
+// pod's runtime status, then planSync, a pure function of the spec, that
+// status, a read-only view of the back-off and the time (the kubelet's
+// computePodActions), decides everything: whether to create the sandbox
+// and why, which containers to stop and why (sandbox dead, spec changed,
+// unknown state), which init container or sidecar comes next, which
+// regular containers start or restart, the back-off to report, and whether
+// every container finished for good. runPlan then carries the plan out,
+// records the back-off of restarts that go ahead, and joins the errors.
+// The plan is logged at verbosity 4 in one line ("sync plan"), so that a
+// user can see why a container was (re)started. The planner's rules are
+// tested by transcripts (testdata/plan: a pod, a status, the plan) and a
+// property test.
+//
 // SyncPod creates a sandbox when none is ready (a new attempt after a dead
 // one), checks each image with ImageStatus and pulls only missing ones
 // (a missing image with pull policy Never is an error), creates and starts

@@ -1,13 +1,9 @@
 package cri
 
 import (
-	"context"
-	"fmt"
-
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podlife/podlife/runtime"
 )
@@ -44,21 +40,8 @@ func inSandbox(st *runtime.PodStatus, name string, sandboxCreated int64) *runtim
 	return cs
 }
 
-// initStep is what syncInitContainers did.
-type initStep struct {
-	// initialized: every init container that must succeed has, and every
-	// sidecar has started; regular containers may run.
-	initialized bool
-	// failed: an init container failed and the restart policy (Never) says
-	// it will not run again: the pod has failed; nothing more starts.
-	failed bool
-	// keep counts the sidecars left running or started.
-	keep int
-	errs []error
-}
-
-// syncInitContainers runs the pod's init containers in order, as the
-// kubelet's computePodActions does:
+// planInit plans the pod's init containers, in order, as the kubelet's
+// computePodActions does, and sets p.Initialized or p.InitFailed:
 //
 //   - an init container runs to success before the next one starts; a
 //     failed one is restarted with the crash-loop back-off, unless the pod's
@@ -71,11 +54,11 @@ type initStep struct {
 //     Never or OnFailure pod's completion);
 //   - once regular containers have run in this sandbox the pod is
 //     initialized: init containers do not run again until a new sandbox.
-func (r *Runtime) syncInitContainers(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, sandboxCreated int64, policy v1.RestartPolicy) initStep {
-	var step initStep
+func planInit(in planInput, p *syncPlan, sandboxCreated int64, policy v1.RestartPolicy) {
+	pod, st := in.pod, in.status
 	if len(pod.Spec.InitContainers) == 0 {
-		step.initialized = true
-		return step
+		p.Initialized = true
+		return
 	}
 	// Regular containers already ran in this sandbox: initialization is over.
 	initialized := false
@@ -87,112 +70,72 @@ func (r *Runtime) syncInitContainers(ctx context.Context, pod *v1.Pod, st *runti
 	regularDone := initialized && regularFinished(pod, st, sandboxCreated, policy)
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if err := ctx.Err(); err != nil {
-			step.errs = append(step.errs, fmt.Errorf("init container %q of pod %s: %w", c.Name, podRef(pod), err))
-			return step
-		}
 		cs := inSandbox(st, c.Name, sandboxCreated)
 		sidecar := isSidecar(c)
+		s := containerStep{Name: c.Name, Init: true}
+		add := func(a stepAction, why string) { s.Action, s.Why = a, why; p.Init = append(p.Init, s) }
 		if !sidecar && initialized {
+			add(actNone, "pod initialized")
 			continue
 		}
 		switch {
 		case cs == nil:
 			// Not run in this sandbox yet: start it, and wait for it (an
 			// initialized pod's sidecar never holds the regular containers).
-			r.startInit(ctx, pod, c, st, sandboxID, sandboxCfg, &step)
+			if prev := st.FindContainerStatusByName(c.Name); prev != nil {
+				s.RestartCount = prev.RestartCount + 1
+			}
+			add(actStart, "not run in this sandbox")
 			if initialized {
 				continue
 			}
-			return step
+			return
 		case cs.State == runtime.ContainerStateCreated:
-			if err := r.startCreated(ctx, cs.ID.ID); err != nil {
-				step.errs = append(step.errs, fmt.Errorf("init container %q of pod %s: %w", c.Name, podRef(pod), err))
-			}
-			if sidecar {
-				step.keep++
-			}
+			s.CreatedID = cs.ID.ID
+			add(actStartCreated, "created, not started")
 			if initialized {
 				continue
 			}
-			return step
+			return
 		case cs.State == runtime.ContainerStateRunning:
 			if !sidecar {
-				return step // wait for it to finish
+				add(actWait, "running") // wait for it to finish
+				return
 			}
-			step.keep++
-			if !initialized && c.StartupProbe != nil && !r.started(pod.UID, c.Name) {
-				return step // its startup probe has not passed yet
+			if !initialized && c.StartupProbe != nil && in.started != nil && !in.started(pod.UID, c.Name) {
+				add(actWait, "startup probe not passed")
+				return
 			}
+			add(actKeep, "running")
 			continue
 		case sidecar:
 			// An exited (or unknown) sidecar restarts, unless the pod's
 			// regular containers are all done for good.
 			if regularDone {
+				add(actNone, exitWhy(cs)+", regular containers finished")
 				continue
 			}
-			if !r.restartInit(ctx, pod, c, cs, st, sandboxID, sandboxCfg, &step) {
-				if initialized {
-					continue // a crash-looping sidecar does not hold the others
-				}
-				return step
+			planRestart(in, &s, c, cs)
+			p.Init = append(p.Init, s)
+			if initialized {
+				continue // a crash-looping sidecar does not hold the others
 			}
-			step.keep++
-			if !initialized {
-				return step
-			}
+			return
 		case cs.State == runtime.ContainerStateExited && cs.ExitCode == 0:
-			continue // succeeded: the next one
+			add(actNone, "succeeded") // the next one
+			continue
 		default: // failed (or unknown)
 			if policy == v1.RestartPolicyNever {
-				step.failed = true
-				return step
+				add(actNone, exitWhy(cs)+", not restarted under Never")
+				p.InitFailed = true
+				return
 			}
-			r.restartInit(ctx, pod, c, cs, st, sandboxID, sandboxCfg, &step)
-			return step
+			planRestart(in, &s, c, cs)
+			p.Init = append(p.Init, s)
+			return
 		}
 	}
-	step.initialized = true
-	return step
-}
-
-// startInit creates and starts an init container that has no instance in
-// this sandbox.
-func (r *Runtime) startInit(ctx context.Context, pod *v1.Pod, c *v1.Container, st *runtime.PodStatus, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, step *initStep) {
-	restartCount := 0
-	if prev := st.FindContainerStatusByName(c.Name); prev != nil {
-		restartCount = prev.RestartCount + 1
-	}
-	if err := r.startContainer(ctx, pod, c, sandboxID, sandboxCfg, restartCount); err != nil {
-		step.errs = append(step.errs, err)
-		return
-	}
-	if isSidecar(c) {
-		step.keep++
-	}
-}
-
-// restartInit starts a new instance of an init container or sidecar that
-// exited, after its crash-loop back-off; it reports whether it started one.
-func (r *Runtime) restartInit(ctx context.Context, pod *v1.Pod, c *v1.Container, cs *runtime.ContainerStatus, st *runtime.PodStatus, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, step *initStep) bool {
-	if cs.State == runtime.ContainerStateUnknown {
-		if err := r.stopContainer(ctx, cs.ID.ID, 0); err != nil {
-			step.errs = append(step.errs, fmt.Errorf("init container %q of pod %s: %w", c.Name, podRef(pod), err))
-			return false
-		}
-	}
-	key := string(pod.UID) + "/" + c.Name
-	if wait := r.backOff.wait(key, cs.FinishedAt); wait > 0 {
-		step.errs = append(step.errs, fmt.Errorf("init container %q of pod %s exited with %d: %w", c.Name, podRef(pod), cs.ExitCode, backOffError(pod, c.Name, wait)))
-		return false
-	}
-	r.backOff.next(key)
-	if err := r.startContainer(ctx, pod, c, sandboxID, sandboxCfg, cs.RestartCount+1); err != nil {
-		step.errs = append(step.errs, err)
-		return false
-	}
-	r.pruneDead(ctx, st, c.Name, cs.ID.ID)
-	return true
+	p.Initialized = true
 }
 
 // regularFinished reports whether every regular container ran in this

@@ -141,23 +141,6 @@ func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, runningPod *runtime.
 	return nil
 }
 
-// killContainers stops the running containers of a status (for a sandbox
-// that died under them).
-func (r *Runtime) killContainers(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus, gracePeriodOverride *int64) error {
-	var ts []target
-	for _, cs := range st.ContainerStatuses {
-		if cs.State != runtime.ContainerStateExited {
-			ts = append(ts, target{id: cs.ID.ID, name: cs.Name, created: cs.State == runtime.ContainerStateCreated})
-		}
-	}
-	return r.stopTargets(ctx, pod, ts, func(target) int64 {
-		if gracePeriodOverride != nil {
-			return *gracePeriodOverride
-		}
-		return gracePeriodOf(pod)
-	})
-}
-
 // stopInOrder stops a pod's running containers as the kubelet does: the
 // regular (and init) containers together first, then the sidecars one by
 // one in the reverse of their order in the spec, each with what is left of

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/internal/validate"
 	"github.com/podlife/podlife/runtime"
 )
 
@@ -181,17 +182,11 @@ func (o Options) validate() error {
 			errs = append(errs, err)
 		}
 	}
-	for name, d := range map[string]time.Duration{
-		"Timeout": o.Timeout, "ImagePullTimeout": o.ImagePullTimeout, "ReconnectMaxDelay": o.ReconnectMaxDelay,
-		"BackOffInitial": o.BackOffInitial, "BackOffMax": o.BackOffMax,
-	} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", name, d))
-		}
-	}
-	if o.MaxMessageSize < 0 {
-		errs = append(errs, fmt.Errorf("MaxMessageSize must not be negative, got %d", o.MaxMessageSize))
-	}
+	errs = append(errs, validate.Durations(
+		validate.Field("Timeout", o.Timeout), validate.Field("ImagePullTimeout", o.ImagePullTimeout),
+		validate.Field("ReconnectMaxDelay", o.ReconnectMaxDelay),
+		validate.Field("BackOffInitial", o.BackOffInitial), validate.Field("BackOffMax", o.BackOffMax))...)
+	errs = append(errs, validate.NonNegative(validate.Field("MaxMessageSize", o.MaxMessageSize))...)
 	if o.BackOffMax < o.BackOffInitial {
 		errs = append(errs, fmt.Errorf("BackOffMax (%s) must not be below BackOffInitial (%s)", o.BackOffMax, o.BackOffInitial))
 	}
@@ -204,9 +199,7 @@ func (o Options) validate() error {
 	if !filepath.IsAbs(o.SeccompProfileRoot) {
 		errs = append(errs, fmt.Errorf("SeccompProfileRoot must be an absolute path, got %q", o.SeccompProfileRoot))
 	}
-	if o.NodeMemoryCapacity < 0 {
-		errs = append(errs, fmt.Errorf("NodeMemoryCapacity must not be negative, got %d", o.NodeMemoryCapacity))
-	}
+	errs = append(errs, validate.NonNegative(validate.Field("NodeMemoryCapacity", o.NodeMemoryCapacity))...)
 	if o.NetworkMode != NetworkModeNode && o.NetworkMode != NetworkModePod {
 		errs = append(errs, fmt.Errorf("unknown NetworkMode %d", o.NetworkMode))
 	}

@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podlife/podlife/runtime"
 )
 
-// SyncPod implements runtime.Runtime.
+// SyncPod implements runtime.Runtime. It reads the pod's status (unless
+// given), plans, and carries out the plan: planSync decides everything from
+// the spec, the status, the back-off and the time, without calling the
+// runtime (as the kubelet's computePodActions does), and runPlan acts. The
+// plan is logged at verbosity 4 in one line ("sync plan"), naming why each
+// container is started, restarted, stopped or left alone. Its rules:
 //
 //   - No ready sandbox: a new one is created (attempt+1), after stopping
 //     whatever still runs of the pod, and every container is started in it,
@@ -28,7 +33,7 @@ import (
 //     period and replaced; other running containers are left as they are.
 //   - Init containers run first, in order, each to success, and sidecars
 //     (restartable init containers) start in their turn; regular
-//     containers start once they are done (syncInitContainers). In a new
+//     containers start once they are done (planInit). In a new
 //     sandbox they run again.
 //   - After a restart, older dead instances of the container are removed; the
 //     newest dead one is kept (for its logs and exit code).
@@ -53,127 +58,56 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.P
 		}
 		podStatus = st
 	}
-	policy := pod.Spec.RestartPolicy
-	if policy == "" {
-		policy = v1.RestartPolicyAlways
-	}
+	plan := planSync(planInput{pod: pod, status: podStatus, backOff: r.backOff, started: r.started, now: r.opts.Clock.Now()})
+	r.log.V(4).Info("sync plan", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "plan", plan)
+	return r.runPlan(ctx, pod, podStatus, plan)
+}
 
-	sandbox := newestSandbox(podStatus)
-	createSandbox := sandbox == nil || sandbox.State != runtime.SandboxStateReady
-	var sandboxID string
-	attempt := uint32(0)
-	if sandbox != nil {
-		sandboxID, attempt = sandbox.ID, sandbox.Attempt
+// runPlan carries out a plan of planSync: the sandbox, then the init
+// containers, then, once the pod is initialized, the regular containers;
+// a pod whose containers all finished has its sandbox stopped. The errors
+// of all containers are joined; a failure to stop the containers of a dead
+// sandbox or to run a new one ends the sync.
+func (r *Runtime) runPlan(ctx context.Context, pod *v1.Pod, st *runtime.PodStatus, p *syncPlan) error {
+	if p.Idle != "" {
+		return nil
 	}
-	if createSandbox {
-		if sandbox != nil {
-			if policy == v1.RestartPolicyNever && len(podStatus.ContainerStatuses) > 0 {
-				return nil // it ran, its sandbox is gone, and it must not restart
+	sandboxID := p.SandboxID
+	if p.CreateSandbox {
+		if p.OldSandboxID != "" {
+			if err := r.stopTargets(ctx, pod, killTargets(p.KillFirst), func(t target) int64 { return *t.grace }); err != nil {
+				return fmt.Errorf("sync pod %s: stop containers of dead sandbox %q: %w", podRef(pod), p.OldSandboxID, err)
 			}
-			if policy == v1.RestartPolicyOnFailure && allSucceeded(pod, podStatus) {
-				return nil // nothing would start in a new sandbox
-			}
-			// Nothing of the old sandbox may keep running.
-			if err := r.killContainers(ctx, pod, podStatus, nil); err != nil {
-				return fmt.Errorf("sync pod %s: stop containers of dead sandbox %q: %w", podRef(pod), sandbox.ID, err)
-			}
-			attempt++
 		}
-		id, err := r.runSandbox(ctx, pod, r.sandboxConfig(pod, attempt))
+		id, err := r.runSandbox(ctx, pod, r.sandboxConfig(pod, p.Attempt))
 		if err != nil {
 			return err
 		}
 		sandboxID = id
 	}
-	sandboxCfg := r.sandboxConfig(pod, attempt)
-	// Instances created before the current sandbox ran in an older one.
-	sandboxCreated := int64(math.MaxInt64) // a new sandbox has none yet
-	if !createSandbox {
-		sandboxCreated = sandbox.CreatedAt.UnixNano()
+	x := &stepRunner{r: r, pod: pod, status: st, sandboxID: sandboxID, sandboxCfg: r.sandboxConfig(pod, p.Attempt)}
+	var errs []error
+	for _, s := range p.Init {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("init container %q of pod %s: %w", s.Name, podRef(pod), err))
+			return errors.Join(errs...)
+		}
+		errs = append(errs, x.run(ctx, s)...)
 	}
-	init := r.syncInitContainers(ctx, pod, podStatus, sandboxID, sandboxCfg, sandboxCreated, policy)
-	errs := init.errs
-	if !init.initialized {
+	if !p.Initialized {
 		// Regular containers wait for the init containers; a pod whose init
 		// container failed for good (Never) starts nothing more, and its
 		// status says Failed.
 		return errors.Join(errs...)
 	}
-
-	keep := 0 // regular containers left running or started by this sync
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+	for _, s := range p.Containers {
 		if err := ctx.Err(); err != nil {
-			errs = append(errs, fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), errors.Join(runtime.ErrCanceled, err)))
+			errs = append(errs, fmt.Errorf("container %q of pod %s: %w", s.Name, podRef(pod), errors.Join(runtime.ErrCanceled, err)))
 			break
 		}
-		cs := podStatus.FindContainerStatusByName(c.Name)
-		restartCount := 0
-		if cs != nil {
-			restartCount = cs.RestartCount + 1
-		}
-		backOffKey := string(pod.UID) + "/" + c.Name
-		if cs != nil && !createSandbox && len(pod.Spec.InitContainers) > 0 && cs.CreatedAt.UnixNano() < sandboxCreated {
-			// It ran in an older sandbox; this one's init containers have
-			// just completed: it starts afresh here, unless it succeeded
-			// under OnFailure.
-			if policy == v1.RestartPolicyOnFailure && cs.State == runtime.ContainerStateExited && cs.ExitCode == 0 {
-				continue
-			}
-			cs = nil
-		}
-		if cs != nil && createSandbox {
-			if policy == v1.RestartPolicyOnFailure && cs.State == runtime.ContainerStateExited && cs.ExitCode == 0 {
-				continue
-			}
-		} else if cs != nil {
-			switch cs.State {
-			case runtime.ContainerStateRunning:
-				if cs.Hash == 0 || cs.Hash == runtime.HashContainer(c) {
-					keep++
-					continue
-				}
-				// Created from an older spec (its image changed, say):
-				// replace it, with no back-off, as the kubelet does.
-				r.log.V(2).Info("container spec changed; restarting it", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name)
-				t := hookTarget{pod: pod, name: c.Name, id: cs.ID.ID, sandboxID: sandboxID}
-				if err := r.killOne(ctx, t, preStopOf(c), gracePeriodOf(pod)); err != nil {
-					errs = append(errs, fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err))
-					continue
-				}
-			case runtime.ContainerStateCreated:
-				if err := r.startCreated(ctx, cs.ID.ID); err != nil {
-					errs = append(errs, fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err))
-				}
-				keep++
-				continue
-			case runtime.ContainerStateExited, runtime.ContainerStateUnknown:
-				if !shouldRestart(policy, cs) {
-					continue
-				}
-				if cs.State == runtime.ContainerStateUnknown {
-					if err := r.stopContainer(ctx, cs.ID.ID, 0); err != nil {
-						errs = append(errs, fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err))
-						continue
-					}
-				}
-				if wait := r.backOff.wait(backOffKey, cs.FinishedAt); wait > 0 {
-					errs = append(errs, fmt.Errorf("container %q of pod %s exited with %d: %w", c.Name, podRef(pod), cs.ExitCode, backOffError(pod, c.Name, wait)))
-					continue
-				}
-				r.backOff.next(backOffKey)
-			}
-		}
-		if err := r.startContainer(ctx, pod, c, sandboxID, sandboxCfg, restartCount); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		keep++
-		if cs != nil {
-			r.pruneDead(ctx, podStatus, c.Name, cs.ID.ID)
-		}
+		errs = append(errs, x.run(ctx, s)...)
 	}
-	if keep == 0 && len(errs) == 0 {
+	if p.Finished && len(errs) == 0 {
 		// Every container has finished for good: the sandbox goes too, so
 		// that the pod's status becomes terminal (the kubelet does the same).
 		r.log.V(2).Info("all containers finished; stopping the sandbox", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID)
@@ -184,39 +118,75 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.P
 	return errors.Join(errs...)
 }
 
-// allSucceeded reports whether every container of the spec last exited 0.
-func allSucceeded(pod *v1.Pod, st *runtime.PodStatus) bool {
-	for i := range pod.Spec.Containers {
-		cs := st.FindContainerStatusByName(pod.Spec.Containers[i].Name)
-		if cs == nil || cs.State != runtime.ContainerStateExited || cs.ExitCode != 0 {
-			return false
-		}
+// killTargets are the targets of stopTargets for the kills of a plan.
+func killTargets(ks []containerKill) []target {
+	ts := make([]target, len(ks))
+	for i := range ks {
+		ts[i] = target{id: ks[i].ID, name: ks[i].Name, grace: &ks[i].Grace, created: ks[i].Created}
 	}
-	return true
+	return ts
 }
 
-func shouldRestart(policy v1.RestartPolicy, cs *runtime.ContainerStatus) bool {
-	switch policy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return cs.State == runtime.ContainerStateUnknown || cs.ExitCode != 0
-	default:
-		return true
-	}
+// stepRunner carries out the steps of one plan's containers.
+type stepRunner struct {
+	r          *Runtime
+	pod        *v1.Pod
+	status     *runtime.PodStatus
+	sandboxID  string
+	sandboxCfg *runtimeapi.PodSandboxConfig
 }
 
-// pruneDead removes the dead instances of a container except keep. Failures
-// are only logged: the next RemovePod takes them anyway.
-func (r *Runtime) pruneDead(ctx context.Context, podStatus *runtime.PodStatus, name, keep string) {
-	for _, cs := range podStatus.ContainerStatuses {
-		if cs.Name != name || cs.ID.ID == keep || cs.State != runtime.ContainerStateExited {
-			continue
+// run carries out one container's step and returns its errors, each
+// naming pod and container: the instance to stop first (a failed stop
+// ends the step), the back-off (recorded when the restart goes ahead),
+// the start, then the removal of older dead instances.
+func (x *stepRunner) run(ctx context.Context, s containerStep) []error {
+	r, pod := x.r, x.pod
+	what := "container"
+	if s.Init {
+		what = "init container"
+	}
+	wrap := func(err error) []error {
+		return []error{fmt.Errorf("%s %q of pod %s: %w", what, s.Name, podRef(pod), err)}
+	}
+	c := findContainer(pod, s.Name)
+	switch s.Action {
+	case actNone, actKeep, actWait:
+		return nil
+	case actStartCreated:
+		if err := r.startCreated(ctx, s.CreatedID); err != nil {
+			return wrap(err)
 		}
-		if err := r.removeContainer(ctx, cs.ID.ID); err != nil {
-			r.log.V(4).Info("could not remove dead container", "pod", podStatus.Namespace+"/"+podStatus.Name, "container", name, "err", err)
+		return nil
+	}
+	if k := s.Kill; k != nil {
+		var err error
+		if k.Reason == reasonSpecChanged {
+			r.log.V(2).Info("container spec changed; restarting it", "pod", pod.Namespace+"/"+pod.Name, "container", s.Name)
+			err = r.killOne(ctx, hookTarget{pod: pod, name: s.Name, id: k.ID, sandboxID: x.sandboxID}, preStopOf(c), k.Grace)
+		} else {
+			err = r.stopContainer(ctx, k.ID, k.Grace)
+		}
+		if err != nil {
+			return wrap(err)
 		}
 	}
+	if s.Action == actBackOff {
+		return []error{fmt.Errorf("%s %q of pod %s exited with %d: %w", what, s.Name, podRef(pod), s.ExitCode, backOffError(pod, s.Name, s.BackOff))}
+	}
+	if s.Restart {
+		r.backOff.next(s.BackOffKey)
+	}
+	if err := r.startContainer(ctx, pod, c, x.sandboxID, x.sandboxCfg, s.RestartCount); err != nil {
+		return []error{err}
+	}
+	for _, id := range s.Prune {
+		// Failures are only logged: the next RemovePod takes them anyway.
+		if err := r.removeContainer(ctx, id); err != nil {
+			r.log.V(4).Info("could not remove dead container", "pod", x.status.Namespace+"/"+x.status.Name, "container", s.Name, "err", err)
+		}
+	}
+	return nil
 }
 
 // gracePeriodOf is the pod's grace period, or DefaultGracePeriod.

@@ -22,7 +22,9 @@ import (
 // the rest (validatePod), as before.
 
 // providerBox holds the provider, set after New.
-type providerBox struct{ p runtime.ContainerOptionsProvider }
+type providerBox struct {
+	p runtime.ContainerOptionsProvider
+}
 
 // SetContainerOptionsProvider makes the adapter take the volumes p
 // handles, and every container's environment, command and arguments,

@@ -95,6 +95,9 @@ func ResourceValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector, 
 			return "", fmt.Errorf("container %s not found", ref.ContainerName)
 		}
 	}
+	if target == nil {
+		return "", fmt.Errorf("resourceFieldRef %q: no containerName", ref.Resource)
+	}
 	kind, name, _ := strings.Cut(ref.Resource, ".")
 	rn := v1.ResourceName(name)
 	known := rn == v1.ResourceCPU || rn == v1.ResourceMemory || rn == v1.ResourceEphemeralStorage || strings.HasPrefix(name, v1.ResourceHugePagesPrefix)

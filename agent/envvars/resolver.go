@@ -107,7 +107,7 @@ func (b *envBuilder) set(name, value string) {
 // then the service variables not defined otherwise. An env value has its
 // $(VAR) references expanded against what is defined before it and the
 // service variables; a valueFrom is not expanded. podIPs are the pod's
-// IPs (first: status.podIP). A missing ConfigMap, Secret or key that is
+// IPs (first: status.podIP); none means the node's (HostIPs). A missing ConfigMap, Secret or key that is
 // not optional gives a *ConfigError with the kubelet's message.
 func (r *Resolver) Env(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]EnvVar, error) {
 	services, err := r.serviceEnv(ctx, pod)
@@ -124,6 +124,11 @@ func (r *Resolver) Env(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs
 		if err := r.envFrom(ctx, pod, objs, from, env); err != nil {
 			return nil, err
 		}
+	}
+	if len(podIPs) == 0 && r.opts.HostIPs != nil {
+		// No IP of its own: the pod is on the node's network, and its
+		// IPs are the node's (as its status reports them).
+		podIPs = r.opts.HostIPs()
 	}
 	lookup := Lookup(env.values, serviceMap)
 	for _, e := range c.Env {

@@ -114,6 +114,12 @@ func TestEnvOrderSourcesAndExpansion(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
+	// No pod IP: the node's.
+	p.Spec.Containers[0].EnvFrom = nil
+	p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "POD_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIPs"}}}}
+	if env, err := r.Env(context.Background(), p, &p.Spec.Containers[0], nil); err != nil || env[0] != (envvars.EnvVar{Name: "POD_IP", Value: "192.168.0.2"}) {
+		t.Errorf("pod IPs on the node's network: %v, %v", env, err)
+	}
 	wantEvents := []string{"Warning InvalidEnvironmentVariableNames Keys [bad=key] from the EnvFrom configMap ns/cm were skipped since they are considered invalid environment variable names."}
 	if d := cmp.Diff(wantEvents, rec.events); d != "" {
 		t.Errorf("events (-want +got):\n%s", d)

@@ -167,3 +167,21 @@ func (r *Runtime) pullAuths(ctx context.Context, pod *v1.Pod, image string) ([]*
 	}
 	return out, nil
 }
+
+// sandboxIPs are the IPs of the sandbox (its primary IP first), none when
+// it has no IP of its own (the node's network) or its status cannot be
+// read: the podIPs to give runOptions.
+func (r *Runtime) sandboxIPs(ctx context.Context, sandboxID string) []string {
+	if sandboxID == "" {
+		return nil
+	}
+	st, err := r.sandboxStatus(ctx, sandboxID)
+	if err != nil || st.GetNetwork().GetIp() == "" {
+		return nil
+	}
+	ips := []string{st.GetNetwork().GetIp()}
+	for _, ip := range st.GetNetwork().GetAdditionalIps() {
+		ips = append(ips, ip.GetIp())
+	}
+	return ips
+}

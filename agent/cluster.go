@@ -3,17 +3,22 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/podlife/podlife/agent/envvars"
 	"github.com/podlife/podlife/agent/events"
 	"github.com/podlife/podlife/agent/node"
 	"github.com/podlife/podlife/agent/status"
+	"github.com/podlife/podlife/agent/volume"
 	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podmanager/kubemirror"
 	"github.com/podlife/podlife/podmanager/source"
+	"github.com/podlife/podlife/runtime"
 )
 
 // Cluster makes an agent a node of a Kubernetes cluster (Options.Cluster),
@@ -52,6 +57,19 @@ type Cluster struct {
 	// and NodeName, Logger, Clock and Registerer are the agent's, unless
 	// set here. Unused when Options.Recorder is given.
 	Events events.Options
+
+	// Volumes configures the volume manager (agent/volume): configMap,
+	// secret, downwardAPI and projected volumes and memory emptyDirs, set
+	// up for the runtime when it takes a container options provider
+	// (runtime/cri's SetContainerOptionsProvider), together with the
+	// environment of agent/envvars. Client, Logger and Clock are the
+	// agent's unless set here; Root defaults to
+	// os.TempDir()/podlife-pod-volumes.
+	Volumes volume.Options
+	// SkipContainerOptions leaves the runtime without a container options
+	// provider: pods run with what their spec alone describes, as without
+	// an API server.
+	SkipContainerOptions bool
 }
 
 // clusterParts are what Options.Cluster adds to an agent.
@@ -59,6 +77,9 @@ type clusterParts struct {
 	node   *node.Controller // nil with SkipNode
 	status *status.Manager
 	events *events.Recorder // nil when Options.Recorder was given
+	// volumes is nil with SkipContainerOptions or a runtime that takes no
+	// container options provider.
+	volumes *volume.Manager
 }
 
 // validateCluster rejects options that cannot go with Options.Cluster.
@@ -189,7 +210,45 @@ func (a *Agent) newCluster() error {
 		}
 		a.cluster.events, a.opts.Recorder = rec, rec
 	}
+	return a.newContainerOptions()
+}
 
+// newContainerOptions gives the runtime, when it takes one, the provider
+// of cluster-made container options: the volume manager's volumes and
+// envvars' environment.
+func (a *Agent) newContainerOptions() error {
+	c, opts := a.opts.Cluster, a.opts
+	setter, ok := opts.Runtime.(interface {
+		SetContainerOptionsProvider(runtime.ContainerOptionsProvider)
+	})
+	if c.SkipContainerOptions || !ok {
+		return nil
+	}
+	vo := c.Volumes
+	if vo.Client == nil {
+		vo.Client = c.Client
+	}
+	if vo.Root == "" {
+		vo.Root = filepath.Join(os.TempDir(), "podlife-pod-volumes")
+	}
+	if vo.Logger.GetSink() == nil {
+		vo.Logger = opts.Logger
+	}
+	if vo.Clock == nil {
+		vo.Clock = opts.Clock
+	}
+	mgr, err := volume.New(vo)
+	if err != nil {
+		return err
+	}
+	env := envvars.New(envvars.Options{
+		Reader:   envvars.ClientReader{Client: c.Client},
+		HostIPs:  opts.NodeIPs,
+		Recorder: opts.Recorder,
+		Logger:   opts.Logger.WithName("envvars"),
+	})
+	a.cluster.volumes = mgr
+	setter.SetContainerOptionsProvider(volume.Provider{Volumes: mgr, Env: env})
 	return nil
 }
 
@@ -204,6 +263,9 @@ func (a *Agent) clusterRunners() []namedRunner {
 	}
 	if a.cluster.events != nil {
 		rs = append(rs, namedRunner{"events", a.cluster.events})
+	}
+	if a.cluster.volumes != nil {
+		rs = append(rs, namedRunner{"volume manager", a.cluster.volumes})
 	}
 	return rs
 }

@@ -246,6 +246,11 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 		}
 		return fmt.Errorf("remove pod %s: %w", podRef(pod), err)
 	}
+	if a.cluster.volumes != nil {
+		if err := a.cluster.volumes.TearDown(pod.UID); err != nil {
+			return fmt.Errorf("tear down volumes of pod %s: %w", podRef(pod), err)
+		}
+	}
 	st := a.generateStatus(pod, podStatus, true)
 	if r, ok := a.rejection(pod.UID); ok {
 		st = rejectedStatus(pod, r)

@@ -33,6 +33,18 @@
 // workers pass times of their clock to GetNewerThan, and the relister stamps
 // the cache with times of its own.
 //
+// # Container options from the cluster
+//
+// What a container needs from the API server before it starts (configMap,
+// secret, projected and downwardAPI volumes, env from Secrets and
+// ConfigMaps, service variables, $(VAR) expansion, image pull credentials)
+// reaches a Runtime through one interface, ContainerOptionsProvider, whose
+// RunContainerOptions gives each container its prepared volumes, its whole
+// environment and its expanded command and arguments (the kubelet's
+// GenerateRunContainerOptions). Its implementations live beside the agent
+// (agent/volume, agent/envvars), since this package imports no client-go;
+// a Runtime without one runs emptyDir and hostPath pods as before.
+//
 // # Ownership
 //
 // Values returned by a Cache are shared snapshots. Callers must treat them as

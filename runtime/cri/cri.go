@@ -32,6 +32,9 @@ type Runtime struct {
 	recorder atomic.Pointer[recorderBox]
 	// startedGate is the startup-probe gate of sidecars; nil: none.
 	startedGate atomic.Pointer[startedFunc]
+	// provider gives containers their cluster-made options
+	// (SetContainerOptionsProvider); nil: none.
+	provider atomic.Pointer[providerBox]
 
 	mu          sync.Mutex
 	runtimeName string // from Version, once known

@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podlife/podlife/runtime"
 )
 
 // Volumes.
@@ -207,16 +209,27 @@ func unmountedVolumes(pod *v1.Pod) []string {
 // folder is made, a hostPath checked or created by its type) and returns
 // them as CRI mounts. The service-account token volume is skipped.
 func (r *Runtime) volumeMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error) {
+	return r.volumeMountsWith(pod, c, nil)
+}
+
+// volumeMountsWith is volumeMounts where the volumes in prepared (from a
+// runtime.ContainerOptionsProvider) are bound from their prepared folder
+// instead of being set up here.
+func (r *Runtime) volumeMountsWith(pod *v1.Pod, c *v1.Container, prepared map[string]runtime.PreparedVolume) ([]*runtimeapi.Mount, error) {
 	var mounts []*runtimeapi.Mount
 	for _, m := range c.VolumeMounts {
 		v := findVolume(pod, m.Name)
 		if v == nil {
 			return nil, fmt.Errorf("volume mount %q: no such volume", m.Name) // validateVolumes refused it
 		}
-		if isServiceAccountVolume(v) {
+		pv, isPrepared := prepared[v.Name]
+		if !isPrepared && isServiceAccountVolume(v) {
 			continue
 		}
-		host, err := r.setUpVolume(pod, v)
+		host, err := pv.HostPath, error(nil)
+		if !isPrepared {
+			host, err = r.setUpVolume(pod, v)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
 		}
@@ -228,7 +241,7 @@ func (r *Runtime) volumeMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Moun
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath: m.MountPath,
 			HostPath:      host,
-			Readonly:      m.ReadOnly,
+			Readonly:      m.ReadOnly || pv.ReadOnly,
 			Propagation:   propagation(m.MountPropagation),
 		})
 	}

@@ -1,0 +1,315 @@
+package volume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/runtime"
+)
+
+// DefaultResyncInterval is how often every set-up volume is rewritten
+// when nothing changed (tokens due for a refresh, a missed change).
+const DefaultResyncInterval = time.Minute
+
+// Options configures a Manager.
+type Options struct {
+	// Root is the folder of the pods' volumes:
+	// Root/UID/volumes/kubernetes.io~PLUGIN/NAME. Required, absolute, and
+	// visible to the container runtime at the same path.
+	Root string
+	// Client reads ConfigMaps and Secrets (one watch per object) and
+	// requests tokens, with a node's rights. Nil: only downwardAPI
+	// volumes and memory emptyDirs can be set up.
+	Client kubernetes.Interface
+	// Allocatable gives the node's allocatable resources (the default of
+	// a limit a container does not set, in a resourceFieldRef). Nil: none.
+	Allocatable func() v1.ResourceList
+	// ResyncInterval: every set-up volume is rewritten at least this
+	// often (tokens are refreshed then). Changes of ConfigMaps and Secrets
+	// are written as soon as their watch sees them. Default 1m.
+	ResyncInterval time.Duration
+	// Clock. Default the real clock.
+	Clock clock.WithTicker
+	// Logger. The zero value discards.
+	Logger logr.Logger
+}
+
+// Plugin folder names, the kubelet's.
+const (
+	pluginConfigMap   = "kubernetes.io~configmap"
+	pluginSecret      = "kubernetes.io~secret"
+	pluginDownwardAPI = "kubernetes.io~downward-api"
+	pluginProjected   = "kubernetes.io~projected"
+	pluginEmptyDir    = "kubernetes.io~empty-dir"
+)
+
+// Manager sets up the configMap, secret, downwardAPI and projected
+// volumes of pods, and memory emptyDirs, and keeps them up to date (the
+// kubelet's volume manager for these plugins). Secrets, projected volumes
+// and memory emptyDirs live on a tmpfs: a memory-backed folder (Root on a
+// tmpfs) or a tmpfs the Manager mounts; when neither is possible the
+// volume is not set up (a secret is never written to a disk). Its
+// methods are safe for concurrent use; Run must be running for volumes
+// that read ConfigMaps or Secrets.
+type Manager struct {
+	opts    Options
+	log     logr.Logger
+	tokens  *Tokens
+	watcher *objectWatcher
+	kick    chan struct{}
+
+	mu   sync.Mutex
+	pods map[types.UID]*podVolumes
+}
+
+// podVolumes are the set-up volumes of one pod.
+type podVolumes struct {
+	pod     *v1.Pod
+	volumes map[string]*v1.Volume
+}
+
+// New validates opts and returns a Manager. It starts no goroutine.
+func New(opts Options) (*Manager, error) {
+	if !filepath.IsAbs(opts.Root) {
+		return nil, fmt.Errorf("volume: Root must be an absolute path, got %q: %w", opts.Root, runtime.ErrInvalidArgument)
+	}
+	if opts.ResyncInterval < 0 {
+		return nil, fmt.Errorf("volume: ResyncInterval must not be negative: %w", runtime.ErrInvalidArgument)
+	}
+	if opts.ResyncInterval == 0 {
+		opts.ResyncInterval = DefaultResyncInterval
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	m := &Manager{
+		opts:   opts,
+		log:    opts.Logger.WithName("volume"),
+		tokens: NewTokens(opts.Client, opts.Clock),
+		kick:   make(chan struct{}, 1),
+		pods:   map[types.UID]*podVolumes{},
+	}
+	m.watcher = &objectWatcher{client: opts.Client, onChange: m.changed, objs: map[objectKey]*watchedObject{}}
+	return m, nil
+}
+
+func (m *Manager) changed() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// HandlesVolume reports whether the Manager sets up v: configMap,
+// secret, downwardAPI, projected, and emptyDir with medium Memory.
+func (m *Manager) HandlesVolume(v *v1.Volume) bool {
+	switch {
+	case v.ConfigMap != nil, v.Secret != nil, v.DownwardAPI != nil, v.Projected != nil:
+		return true
+	case v.EmptyDir != nil:
+		return v.EmptyDir.Medium == v1.StorageMediumMemory
+	}
+	return false
+}
+
+// dir is where volume v of pod lives.
+func (m *Manager) dir(uid types.UID, v *v1.Volume) (string, error) {
+	s := string(uid)
+	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\\x00") {
+		return "", fmt.Errorf("pod UID %q cannot name a folder", uid)
+	}
+	var plugin string
+	switch {
+	case v.ConfigMap != nil:
+		plugin = pluginConfigMap
+	case v.Secret != nil:
+		plugin = pluginSecret
+	case v.DownwardAPI != nil:
+		plugin = pluginDownwardAPI
+	case v.Projected != nil:
+		plugin = pluginProjected
+	default:
+		plugin = pluginEmptyDir
+	}
+	if err := ValidatePath(v.Name); err != nil || strings.Contains(v.Name, "/") {
+		return "", fmt.Errorf("volume name %q cannot name a folder", v.Name)
+	}
+	return filepath.Join(m.opts.Root, s, "volumes", plugin, v.Name), nil
+}
+
+// inMemory reports whether v must live on a tmpfs.
+func inMemory(v *v1.Volume) bool {
+	return v.Secret != nil || v.Projected != nil || v.EmptyDir != nil
+}
+
+// SetUp makes volume v of pod ready and returns its folder, read-only
+// except for an emptyDir. A ConfigMap or Secret (or key) that is missing
+// and not optional is an error (the files of an earlier set-up stay); the
+// volume is then kept up to date until TearDown.
+func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) (runtime.PreparedVolume, error) {
+	if !m.HandlesVolume(v) {
+		return runtime.PreparedVolume{}, fmt.Errorf("volume %q: not a volume the volume manager sets up", v.Name)
+	}
+	dir, err := m.dir(pod.UID, v)
+	if err != nil {
+		return runtime.PreparedVolume{}, err
+	}
+	if err := m.prepareDir(dir, v); err != nil {
+		return runtime.PreparedVolume{}, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
+	}
+	m.remember(pod, v)
+	if v.EmptyDir != nil {
+		return runtime.PreparedVolume{HostPath: dir}, os.Chmod(dir, 0o777)
+	}
+	if err := m.write(ctx, pod, v, dir); err != nil {
+		return runtime.PreparedVolume{}, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
+	}
+	return runtime.PreparedVolume{HostPath: dir, ReadOnly: true}, nil
+}
+
+// prepareDir makes dir, on a tmpfs when the volume must be in memory.
+func (m *Manager) prepareDir(dir string, v *v1.Volume) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if !inMemory(v) {
+		return nil
+	}
+	mem, err := memoryBacked(dir)
+	if err != nil || mem {
+		return err
+	}
+	if err := mountTmpfs(dir); err != nil {
+		return fmt.Errorf("%s volumes are kept in memory only, and %w (run the agent as root, or put the volume root on a tmpfs)", volumeKind(v), err)
+	}
+	return nil
+}
+
+func volumeKind(v *v1.Volume) string {
+	switch {
+	case v.Secret != nil:
+		return "secret"
+	case v.Projected != nil:
+		return "projected"
+	}
+	return "memory emptyDir"
+}
+
+func (m *Manager) remember(pod *v1.Pod, v *v1.Volume) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pv := m.pods[pod.UID]
+	if pv == nil {
+		pv = &podVolumes{volumes: map[string]*v1.Volume{}}
+		m.pods[pod.UID] = pv
+	}
+	pv.pod = pod
+	pv.volumes[v.Name] = v
+}
+
+// write computes the volume's payload and writes it atomically.
+func (m *Manager) write(ctx context.Context, pod *v1.Pod, v *v1.Volume, dir string) error {
+	payload, err := m.payload(ctx, pod, v)
+	if err != nil {
+		return err
+	}
+	changed, err := WriteAtomic(dir, payload, m.opts.Clock.Now())
+	if changed && err == nil {
+		m.log.V(4).Info("volume written", "pod", pod.Namespace+"/"+pod.Name, "volume", v.Name, "files", len(payload))
+	}
+	return err
+}
+
+// TearDown unmounts and removes every volume of the pod, stops the
+// watches only it used and forgets its tokens.
+func (m *Manager) TearDown(uid types.UID) error {
+	m.mu.Lock()
+	delete(m.pods, uid)
+	m.mu.Unlock()
+	m.watcher.release(uid)
+	m.tokens.Forget(uid)
+	if s := string(uid); s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\\x00") {
+		return fmt.Errorf("pod UID %q cannot name a folder", uid)
+	}
+	podDir := filepath.Join(m.opts.Root, string(uid))
+	plugins, _ := filepath.Glob(filepath.Join(podDir, "volumes", "*", "*"))
+	var errs []error
+	for _, d := range plugins {
+		errs = append(errs, unmount(d))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err // never remove what is still mounted
+	}
+	return os.RemoveAll(podDir)
+}
+
+// Run keeps the set-up volumes up to date until ctx ends: at once when a
+// watched ConfigMap or Secret changes, and every ResyncInterval. It then
+// stops every watch and returns once they have ended.
+func (m *Manager) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	m.watcher.mu.Lock()
+	m.watcher.ctx, m.watcher.wg = ctx, &wg
+	m.watcher.mu.Unlock()
+	defer func() {
+		m.watcher.mu.Lock()
+		m.watcher.ctx = nil
+		for key, o := range m.watcher.objs {
+			o.cancel()
+			delete(m.watcher.objs, key)
+		}
+		m.watcher.mu.Unlock()
+		wg.Wait()
+	}()
+	t := m.opts.Clock.NewTicker(m.opts.ResyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-m.kick:
+		case <-t.C():
+		}
+		m.resync(ctx)
+	}
+}
+
+// resync rewrites every set-up volume whose content changed. A volume
+// whose data cannot be read keeps its files.
+func (m *Manager) resync(ctx context.Context) {
+	type item struct {
+		pod *v1.Pod
+		v   *v1.Volume
+	}
+	var items []item
+	m.mu.Lock()
+	for _, pv := range m.pods {
+		for _, v := range pv.volumes {
+			if v.EmptyDir == nil {
+				items = append(items, item{pv.pod, v})
+			}
+		}
+	}
+	m.mu.Unlock()
+	for _, it := range items {
+		dir, err := m.dir(it.pod.UID, it.v)
+		if err == nil {
+			err = m.write(ctx, it.pod, it.v, dir)
+		}
+		if err != nil {
+			m.log.Info("volume not updated; its files are kept", "pod", it.pod.Namespace+"/"+it.pod.Name, "volume", it.v.Name, "err", err)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -109,12 +110,29 @@ func WriteAtomic(dir string, payload map[string]File, now time.Time) (changed bo
 	if err := linkUserVisible(dir, payload); err != nil {
 		return true, err
 	}
-	if oldTS != "" && oldTS != tsName {
-		if err := os.RemoveAll(filepath.Join(dir, oldTS)); err != nil {
-			return true, err
+	// The folder ..data pointed to until now is kept until the next
+	// update: a reader that resolved ..data just before the swap still
+	// finds its files (removing it at once, as the kubelet does, lets such
+	// a reader see no file at all). Older ones go.
+	return true, removeOldVersions(dir, tsName, oldTS)
+}
+
+// removeOldVersions removes the timestamped folders of dir but keep.
+func removeOldVersions(dir string, keep ...string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || !strings.HasPrefix(name, "..") || name == dataDirName || name == newDataDirName || slices.Contains(keep, name) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return err
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // writePayload writes the files under root, making their folders (0755).

@@ -88,15 +88,21 @@ func TestWriteAtomicLayoutAndUpdates(t *testing.T) {
 		names = append(names, e.Name())
 	}
 	sort.Strings(names)
-	if len(names) != 3 || !strings.HasPrefix(names[0], "..2026_12_04_15_00_01.") || names[1] != dataDirName || names[2] != "a" {
-		t.Errorf("entries after update: %q (the old folder and names must be gone)", names)
+	// The removed names are gone; the previous version's folder stays
+	// until the next update (a reader that resolved ..data just before the
+	// swap still finds its files).
+	if len(names) != 4 || names[0] != ts1 || !strings.HasPrefix(names[1], "..2026_12_04_15_00_01.") || names[2] != dataDirName || names[3] != "a" {
+		t.Errorf("entries after update: %q (want the previous and the new folder, ..data and a)", names)
 	}
-	// An empty payload empties the volume.
+	// An empty payload empties the volume; the first folder is gone now.
 	if _, err := WriteAtomic(dir, map[string]File{}, now.Add(2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if got := tree(t, dir); len(got) != 0 {
 		t.Errorf("empty payload left %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ts1)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the first version's folder is still there two updates later: %v", err)
 	}
 }
 

@@ -18,37 +18,31 @@ import (
 // known (runAsNonRoot is then checked as if the image ran as root). Its
 // errors (runAsNonRoot, a volume that cannot be set up) wrap
 // runtime.ErrFailedPrecondition.
-func (r *Runtime) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, img *runtimeapi.Image) (*runtimeapi.ContainerConfig, error) {
+func (r *Runtime) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, img *runtimeapi.Image, podIPs []string) (*runtimeapi.ContainerConfig, error) {
 	if err := verifyRunAsNonRoot(pod, c, effectiveSecurityContext(pod, c), img); err != nil {
 		return nil, err
 	}
-	mounts, err := r.volumeMounts(pod, c)
+	ro, err := r.runOptions(ctx, pod, c, podIPs)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", runtime.ErrFailedPrecondition, err)
+		return nil, err
 	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: c.Image},
-		Command:     c.Command,
-		Args:        c.Args,
+		Command:     ro.command,
+		Args:        ro.args,
 		WorkingDir:  c.WorkingDir,
 		Labels:      containerLabels(pod, c),
 		Annotations: containerAnnotations(pod, c, runtime.HashContainer(c), restartCount),
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
-		Mounts:      mounts,
+		Mounts:      ro.mounts,
+		Envs:        ro.envs,
 		Linux: &runtimeapi.LinuxContainerConfig{
 			SecurityContext: r.containerSecurityContext(pod, c),
 			Resources:       linuxResources(pod, c, r.opts.NodeMemoryCapacity),
 		},
-	}
-	for _, e := range c.Env {
-		v := e.Value
-		if e.ValueFrom != nil {
-			v, _ = envValue(pod, c, e.ValueFrom) // validatePod refused what does not resolve
-		}
-		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(v)})
 	}
 	return cfg, nil
 }
@@ -65,7 +59,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			return err
 		}
 	}
-	cfg, err := r.containerConfig(pod, c, restartCount, img)
+	cfg, err := r.containerConfig(ctx, pod, c, restartCount, img, r.sandboxIPs(ctx, sandboxID))
 	if err != nil {
 		// The kubelet's CreateContainerConfigError: nothing was created.
 		r.event(pod, v1.EventTypeWarning, eventFailed, "Error: %v", err)

@@ -68,7 +68,7 @@ func unsupportedFields(pod *v1.Pod) []string {
 // warnUnsupported records one warning event listing the fields the pod
 // runs without.
 func (r *Runtime) warnUnsupported(pod *v1.Pod) {
-	if fields := unsupportedFields(pod); len(fields) > 0 {
+	if fields := unsupportedFields(providerView(pod, r.optionsProvider())); len(fields) > 0 {
 		r.log.V(2).Info("pod runs without some of its spec", "pod", podRef(pod), "fields", fields)
 		r.event(pod, v1.EventTypeWarning, eventUnsupported, "podlife's CRI adapter runs this pod without: %s", strings.Join(fields, "; "))
 	}

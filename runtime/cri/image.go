@@ -44,7 +44,20 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	r.log.V(2).Info("pulling image", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "image", c.Image)
 	r.event(pod, v1.EventTypeNormal, eventPulling, "Pulling image %q", c.Image)
 	start := r.opts.Clock.Now()
-	if _, err := r.is.PullImage(pctx, &runtimeapi.PullImageRequest{Image: spec, SandboxConfig: sandboxCfg}); err != nil {
+	auths, err := r.pullAuths(ctx, pod, c.Image)
+	if err != nil {
+		r.event(pod, v1.EventTypeWarning, eventFailed, "Failed to pull image %q: %v", c.Image, err)
+		return nil, fmt.Errorf("pull image %q of container %q of pod %s: %w", c.Image, c.Name, podRef(pod), err)
+	}
+	if len(auths) == 0 {
+		auths = []*runtimeapi.AuthConfig{nil} // anonymous
+	}
+	for _, auth := range auths {
+		if _, err = r.is.PullImage(pctx, &runtimeapi.PullImageRequest{Image: spec, Auth: auth, SandboxConfig: sandboxCfg}); err == nil {
+			break
+		}
+	}
+	if err != nil {
 		r.event(pod, v1.EventTypeWarning, eventFailed, "Failed to pull image %q: %v", c.Image, err)
 		return nil, fmt.Errorf("pull image %q of container %q of pod %s: %w", c.Image, c.Name, podRef(pod), fromGRPC(err))
 	}

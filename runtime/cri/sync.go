@@ -48,7 +48,7 @@ import (
 //
 // The errors of all containers are joined; each names pod and container.
 func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.PodStatus) error {
-	if err := validatePod(pod); err != nil {
+	if err := r.checkPod(pod); err != nil {
 		return err
 	}
 	if podStatus == nil {

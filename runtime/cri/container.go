@@ -18,11 +18,11 @@ import (
 // known (runAsNonRoot is then checked as if the image ran as root). Its
 // errors (runAsNonRoot, a volume that cannot be set up) wrap
 // runtime.ErrFailedPrecondition.
-func (r *Runtime) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, img *runtimeapi.Image, podIPs []string) (*runtimeapi.ContainerConfig, error) {
+func (r *Runtime) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, img *runtimeapi.Image, sandboxID string) (*runtimeapi.ContainerConfig, error) {
 	if err := verifyRunAsNonRoot(pod, c, effectiveSecurityContext(pod, c), img); err != nil {
 		return nil, err
 	}
-	ro, err := r.runOptions(ctx, pod, c, podIPs)
+	ro, err := r.runOptions(ctx, pod, c, func() []string { return r.sandboxIPs(ctx, sandboxID) })
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			return err
 		}
 	}
-	cfg, err := r.containerConfig(ctx, pod, c, restartCount, img, r.sandboxIPs(ctx, sandboxID))
+	cfg, err := r.containerConfig(ctx, pod, c, restartCount, img, sandboxID)
 	if err != nil {
 		// The kubelet's CreateContainerConfigError: nothing was created.
 		r.event(pod, v1.EventTypeWarning, eventFailed, "Error: %v", err)

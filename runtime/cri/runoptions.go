@@ -92,10 +92,11 @@ type containerRunOptions struct {
 // runOptions prepares container c's volumes and environment: from the
 // provider when there is one, else from the spec alone (emptyDir and
 // hostPath volumes, env values and the pod's own downward API). podIPs
-// are the pod's IPs, empty when unknown. Its errors wrap
+// gives the pod's IPs (empty when unknown); it is called only when there
+// is a provider, so that a runtime without one makes no extra CRI call. Its errors wrap
 // runtime.ErrFailedPrecondition: nothing was created, and the next sync
 // tries again (the kubelet's CreateContainerConfigError).
-func (r *Runtime) runOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) (*containerRunOptions, error) {
+func (r *Runtime) runOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs func() []string) (*containerRunOptions, error) {
 	p := r.optionsProvider()
 	if p == nil {
 		mounts, err := r.volumeMounts(pod, c)
@@ -104,7 +105,11 @@ func (r *Runtime) runOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		}
 		return &containerRunOptions{mounts: mounts, envs: specEnv(pod, c), command: c.Command, args: c.Args}, nil
 	}
-	ro, err := p.RunContainerOptions(ctx, pod, c, podIPs)
+	var ips []string
+	if podIPs != nil {
+		ips = podIPs()
+	}
+	ro, err := p.RunContainerOptions(ctx, pod, c, ips)
 	if err != nil {
 		if !errors.Is(err, runtime.ErrFailedPrecondition) {
 			err = fmt.Errorf("%w: %w", runtime.ErrFailedPrecondition, err)

@@ -133,7 +133,7 @@ func TestRunOptionsWithProvider(t *testing.T) {
 	fp := &fakeProvider{root: root, env: []runtime.EnvVar{{Name: "X", Value: "v"}}}
 	r.SetContainerOptionsProvider(fp)
 	pod := configPod()
-	got, err := r.runOptions(context.Background(), pod, &pod.Spec.Containers[0], []string{"10.0.0.1"})
+	got, err := r.runOptions(context.Background(), pod, &pod.Spec.Containers[0], func() []string { return []string{"10.0.0.1"} })
 	if err != nil {
 		t.Fatal(err)
 	}

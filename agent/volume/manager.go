@@ -157,7 +157,9 @@ func inMemory(v *v1.Volume) bool {
 // SetUp makes volume v of pod ready and returns its folder, read-only
 // except for an emptyDir. A ConfigMap or Secret (or key) that is missing
 // and not optional is an error (the files of an earlier set-up stay); the
-// volume is then kept up to date until TearDown.
+// volume is then kept up to date until TearDown. The Manager keeps pod
+// and v to rewrite the volume later: they must not be changed afterwards
+// (give a changed pod as a new object, as informers do).
 func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) (runtime.PreparedVolume, error) {
 	if !m.HandlesVolume(v) {
 		return runtime.PreparedVolume{}, fmt.Errorf("volume %q: not a volume the volume manager sets up", v.Name)

@@ -46,12 +46,18 @@ func TestProviderRunContainerOptions(t *testing.T) {
 		t.Errorf("greeting file %q", got)
 	}
 
-	// A missing ConfigMap: a precondition, with the message.
+	// A missing ConfigMap: a precondition, with the message. The manager
+	// keeps the pods it was given (as the agent's pods, never changed in
+	// place), so the changed spec is a new object.
+	pod = pod.DeepCopy()
+	c = &pod.Spec.Containers[0]
 	c.Env[0].ValueFrom.ConfigMapKeyRef.Name = "missing"
 	_, err = p.RunContainerOptions(ctx, pod, c, nil)
 	if !errors.Is(err, runtime.ErrFailedPrecondition) || err.Error() != `configmaps "missing" not found` {
 		t.Errorf("missing: %v", err)
 	}
+	pod = pod.DeepCopy()
+	c = &pod.Spec.Containers[0]
 	pod.Spec.Volumes[0].ConfigMap.Name = "missing-too"
 	_, err = p.RunContainerOptions(ctx, pod, c, nil)
 	if !errors.Is(err, runtime.ErrFailedPrecondition) || err.Error() != `MountVolume.SetUp failed for volume "cfg" : configmap "missing-too" not found` {

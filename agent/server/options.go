@@ -48,11 +48,12 @@ type Options struct {
 	// (client certificates, bearer tokens through TokenReview, anonymous
 	// when enabled). Required.
 	Authenticator authenticator.Request
-	// Authorizer authorizes every authenticated request, asked about the
+	// Authorizer (any authorizer.Authorizer; only Authorize is called)
+	// authorizes every authenticated request, asked about the
 	// nodes resource (Name NodeName) with the subresource of the path (see
 	// RequestAttributes); a refusal is 403. NewAuthorizer builds the
 	// kubelet's (SubjectAccessReview, or AlwaysAllow). Required.
-	Authorizer authorizer.Authorizer
+	Authorizer authorizer.UnconditionalAuthorizer
 
 	// Pods lists the pods the agent runs. Default nil: no pod is known,
 	// so every per-pod endpoint answers 404.

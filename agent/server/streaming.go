@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/proxy"
 )
 
@@ -88,6 +89,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, kind string, get
 	cancel()
 	if err != nil {
 		writeError(w, fmt.Errorf("%s: %w", kind, err))
+		return
+	}
+	if !httpstream.IsUpgradeRequest(r) {
+		writeError(w, errorf(http.StatusBadRequest, "Upgrade request required"))
 		return
 	}
 	s.log.V(2).Info("streaming", "kind", kind, "path", r.URL.Path)

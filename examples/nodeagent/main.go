@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -53,6 +54,7 @@ type config struct {
 	clientCAFile      string
 	anonymousAuth     bool
 	authorizationMode string
+	nodeIP            string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -78,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.clientCAFile, "client-ca-file", "", "CA bundle of the client certificates the node server accepts (the API server's kubelet client certificate)")
 	fs.BoolVar(&c.anonymousAuth, "anonymous-auth", false, "let requests without credentials reach the node server's authorizer as system:anonymous")
 	fs.StringVar(&c.authorizationMode, "authorization-mode", "Webhook", "node server authorization: Webhook (SubjectAccessReview to the API server) or AlwaysAllow")
+	fs.StringVar(&c.nodeIP, "node-ip", "", "the Node's InternalIP, where the API server reaches the node server (default: the machine's first global IPv4 address)")
 	fs.BoolVar(&c.demo, "demo", false, "run the demo story on the embedded runtime, print what happened and exit (0 when every check held)")
 	fs.IntVar(&c.verbosity, "v", 2, "log verbosity: 0 errors and notable events, 2 pod lifecycle transitions, 4 every update")
 	if err := fs.Parse(args); err != nil {
@@ -102,6 +105,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.authorizationMode != "Webhook" && c.authorizationMode != "AlwaysAllow" {
 		return c, fmt.Errorf("--authorization-mode %q: want Webhook or AlwaysAllow", c.authorizationMode)
+	}
+	if c.nodeIP != "" && net.ParseIP(c.nodeIP) == nil {
+		return c, fmt.Errorf("--node-ip %q is not an IP address", c.nodeIP)
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())

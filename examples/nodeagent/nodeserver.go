@@ -38,8 +38,12 @@ func serverOptions(c config, client kubernetes.Interface, metrics http.Handler) 
 	if port == 0 {
 		port = -1 // server.Options: any free port
 	}
+	var addrs []string
+	if c.nodeIP != "" {
+		addrs = []string{c.nodeIP}
+	}
 	return &server.Options{
-		Address: c.address, Port: port,
+		Address: c.address, Port: port, Addresses: addrs,
 		CertFile: c.tlsCertFile, KeyFile: c.tlsKeyFile,
 		Authenticator: authn, Authorizer: authz,
 		Metrics: metrics,

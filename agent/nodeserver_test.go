@@ -1,17 +1,25 @@
 package agent_test
 
 import (
+	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+	utilexec "k8s.io/utils/exec"
 
 	"github.com/podlife/podlife/agent"
 	"github.com/podlife/podlife/agent/server"
@@ -58,8 +66,53 @@ func TestNodeServer(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	t.Run("exec through fakecri's streaming server", func(t *testing.T) {
+		pod := podByUID(t, client, port, uid)
+		u, _ := url.Parse(fmt.Sprintf("https://127.0.0.1:%d/exec/%s/%s/main?command=echo&command=hi&stdout=1&stderr=1", port, pod.Namespace, pod.Name))
+		cfg := &rest.Config{TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+		run := func(u *url.URL) (string, error) {
+			ex, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut})
+			return out.String() + errOut.String(), err
+		}
+		if out, err := run(u); err != nil || out != "hi\n" {
+			t.Errorf("exec echo hi: %q %v", out, err)
+		}
+		u.RawQuery = "command=exit&command=3&stdout=1&stderr=1"
+		_, err := run(u)
+		var ee utilexec.ExitError
+		if !errors.As(err, &ee) || ee.ExitStatus() != 3 {
+			t.Errorf("exec exit 3: %v, want exit code 3", err)
+		}
+	})
 	ra.stop(t)
 	if _, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/healthz", port)); err == nil {
 		t.Error("the server still answers after Run returned")
 	}
+}
+
+func podByUID(t *testing.T, client *http.Client, port int, uid types.UID) v1.Pod {
+	t.Helper()
+	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/pods", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var list v1.PodList
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if p.UID == uid {
+			return p
+		}
+	}
+	t.Fatalf("pod %s not in /pods", uid)
+	return v1.Pod{}
 }

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/podlife/podlife/agent"
@@ -31,7 +34,7 @@ import (
 func TestNodeServer(t *testing.T) {
 	_, endpoint := startFakeCRI(t, fakecri.Options{})
 	dir := t.TempDir()
-	writeManifest(t, dir, "web", manifest("web", 1))
+	writeManifest(t, dir, "web", manifest("web", 1, "log", "hello from fakecri"))
 	anyone := authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) {
 		return &authenticator.Response{User: &user.DefaultInfo{Name: "admin"}}, true, nil
 	})
@@ -89,6 +92,35 @@ func TestNodeServer(t *testing.T) {
 		var ee utilexec.ExitError
 		if !errors.As(err, &ee) || ee.ExitStatus() != 3 {
 			t.Errorf("exec exit 3: %v, want exit code 3", err)
+		}
+	})
+	t.Run("logs and stats from fakecri", func(t *testing.T) {
+		pod := podByUID(t, client, port, uid)
+		body := func(path string) string {
+			resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d%s", port, path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = resp.Body.Close() }()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+			}
+			return string(b)
+		}
+		if got := body("/containerLogs/" + pod.Namespace + "/" + pod.Name + "/main"); got != "hello from fakecri\n" {
+			t.Errorf("logs: %q", got)
+		}
+		var sum statsapi.Summary
+		if err := json.Unmarshal([]byte(body("/stats/summary")), &sum); err != nil {
+			t.Fatal(err)
+		}
+		if len(sum.Pods) != 1 || sum.Pods[0].PodRef.UID != string(uid) || sum.Pods[0].CPU == nil ||
+			len(sum.Pods[0].Containers) != 1 || *sum.Pods[0].Containers[0].Memory.WorkingSetBytes != 1<<20 {
+			t.Errorf("summary: %+v", sum.Pods)
+		}
+		if m := body("/metrics/resource"); !strings.Contains(m, `container_memory_working_set_bytes{container="main",namespace="default",pod="web-node1"} 1.048576e+06`) {
+			t.Errorf("resource metrics:\n%s", m)
 		}
 	})
 	ra.stop(t)

@@ -26,10 +26,6 @@ func (s *Server) serveContainerLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusBadRequest, "invalid log options: %v", err))
 		return
 	}
-	if s.opts.Logs == nil {
-		writeError(w, errorf(http.StatusNotImplemented, "this node serves no container logs"))
-		return
-	}
 	pod, err := s.findPod(r.PathValue("namespace"), r.PathValue("pod"), "")
 	if err != nil {
 		writeError(w, err)
@@ -43,6 +39,10 @@ func (s *Server) serveContainerLogs(w http.ResponseWriter, r *http.Request) {
 	id, err := logContainerID(pod, name, q.previous)
 	if err != nil {
 		writeError(w, errorf(http.StatusBadRequest, "%v", err))
+		return
+	}
+	if s.opts.Logs == nil {
+		writeError(w, errorf(http.StatusNotImplemented, "this node serves no container logs"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RuntimeRequestTimeout)

@@ -79,6 +79,15 @@ func TestDebugPodsContainerd(t *testing.T) {
 	})
 
 	ns := api.Namespace(t)
+	// Before the namespace goes and the agent stops: the agent terminates
+	// the pods, so that nothing is left running in containerd.
+	t.Cleanup(func() {
+		_ = api.Admin.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}, metav1.ListOptions{})
+		api.Eventually(t, 60*time.Second, "pods gone", func() (bool, error) {
+			l, err := api.Admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			return err == nil && len(l.Items) == 0, nil
+		})
+	})
 	webPort := freePort(t)
 	pod := func(name string, restart v1.RestartPolicy, cs ...v1.Container) {
 		for i := range cs {
@@ -184,8 +193,8 @@ func TestDebugPodsContainerd(t *testing.T) {
 	})
 	t.Run("follow and attach", func(t *testing.T) {
 		pod("late", v1.RestartPolicyNever,
-			v1.Container{Name: "a", Args: []string{"exit", "0", "4"}},
-			v1.Container{Name: "b", Args: []string{"exit", "0", "4"}})
+			v1.Container{Name: "a", Args: []string{"exit", "0", "8"}},
+			v1.Container{Name: "b", Args: []string{"exit", "0", "8"}})
 		waitPod(t, api, ns, "late", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 		type result struct {
 			out  string

@@ -82,7 +82,7 @@ func TestDebugPodsContainerd(t *testing.T) {
 	// Before the namespace goes and the agent stops: the agent terminates
 	// the pods, so that nothing is left running in containerd.
 	t.Cleanup(func() {
-		_ = api.Admin.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}, metav1.ListOptions{})
+		_ = api.Admin.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64(1))}, metav1.ListOptions{})
 		api.Eventually(t, 60*time.Second, "pods gone", func() (bool, error) {
 			l, err := api.Admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 			return err == nil && len(l.Items) == 0, nil

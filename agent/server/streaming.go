@@ -111,12 +111,21 @@ func (p proxyResponder) Error(_ http.ResponseWriter, _ *http.Request, err error)
 // streamOpts are the streams of an exec or attach session.
 type streamOpts struct{ stdin, stdout, stderr, tty bool }
 
-// streamOptions reads stdin, stdout, stderr and tty ("1" or "true"), as
-// the kubelet: a TTY has no separate stderr, and one stream at least.
+// streamOptions reads the streams as the API server sends them to a
+// kubelet (input, output, error, tty = "1") or as a client names them
+// (stdin, stdout, stderr, "true" too): a TTY has no separate stderr, and
+// one stream at least.
 func streamOptions(r *http.Request) (streamOpts, error) {
 	q := r.URL.Query()
-	on := func(name string) bool { v := q.Get(name); return v == "1" || v == "true" }
-	o := streamOpts{stdin: on("stdin"), stdout: on("stdout"), stderr: on("stderr"), tty: on("tty")}
+	on := func(names ...string) bool {
+		for _, n := range names {
+			if v := q.Get(n); v == "1" || v == "true" {
+				return true
+			}
+		}
+		return false
+	}
+	o := streamOpts{stdin: on("input", "stdin"), stdout: on("output", "stdout"), stderr: on("error", "stderr"), tty: on("tty")}
 	if o.tty {
 		o.stderr = false
 	}

@@ -17,6 +17,7 @@ func TestStreamsProxied(t *testing.T) {
 	for _, path := range []string{
 		"/exec/default/p/c?command=sh&stdin=1&stdout=1",
 		"/exec/default/p/p-uid/c?command=sh&stdin=true&stdout=true",
+		"/exec/default/p/c?command=sh&input=1&output=1&error=1", // as the API server sends it
 		"/attach/default/p/c?stdin=1&stdout=1",
 		"/portForward/default/p?port=8080",
 		"/portForward/default/p/p-uid",

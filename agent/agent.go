@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/agent/server"
 	"github.com/podlife/podlife/metrics"
 	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podmanager/source"
@@ -41,6 +42,7 @@ type Agent struct {
 	cluster clusterParts    // what Options.Cluster adds
 	prober  *prober.Manager // nil with Options.DisableProbes
 	syncer  *syncer
+	server  *server.Server // Options.Server's, or nil
 
 	started atomic.Bool
 	// forgotten are the pods the workers forgot in recent housekeeping
@@ -149,6 +151,11 @@ func New(opts Options) (*Agent, error) {
 		return nil, a.cleanup(fmt.Errorf("agent: pod workers: %w", err))
 	}
 	a.status = NewMemoryStatusReporter(a.workers)
+	if opts.Server != nil {
+		if err := a.newServer(); err != nil {
+			return nil, a.cleanup(fmt.Errorf("agent: node server: %w", err))
+		}
+	}
 	if opts.Cluster != nil {
 		if err := a.newCluster(); err != nil {
 			return nil, a.cleanup(fmt.Errorf("agent: cluster: %w", err))
@@ -225,6 +232,9 @@ func New(opts Options) (*Agent, error) {
 // cleanup undoes what New registered, and returns err.
 func (a *Agent) cleanup(err error) error {
 	a.metrics.Unregister()
+	if a.server != nil {
+		_ = a.server.Close()
+	}
 	return err
 }
 
@@ -277,6 +287,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	for _, r := range a.clusterRunners() {
 		run(r.name, r.r.Run)
+	}
+	if a.server != nil {
+		run("node server", a.server.Run)
 	}
 	run("sync loop", a.syncLoop)
 	<-ctx.Done()

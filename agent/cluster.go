@@ -175,6 +175,10 @@ func (a *Agent) newCluster() error {
 		if no.Registerer == nil {
 			no.Registerer = opts.Registerer
 		}
+		if a.server != nil && no.DaemonEndpointPort == 0 {
+			// The port the node server really serves on.
+			no.DaemonEndpointPort = int32(a.server.Port())
+		}
 		if a.cluster.node, err = node.New(no); err != nil {
 			return err
 		}

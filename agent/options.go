@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/agent/server"
 	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podmanager/source"
 	"github.com/podlife/podlife/runtime"
@@ -86,6 +87,16 @@ type Options struct {
 	// its Lease, the pods bound to the node, mirror pods, statuses written
 	// in the background, events (see Cluster). Default nil: no API server.
 	Cluster *Cluster
+
+	// Server serves the node's HTTPS API (package agent/server: logs,
+	// exec, attach, port-forward, stats) for kubectl through the API
+	// server. NodeName, Pods, Logger and a health check are the agent's
+	// unless set here, and the runtime's logs, streams, commands and
+	// stats when it offers them (runtime/cri does). agent.New binds the
+	// port, and with Cluster the Node publishes it as its kubelet
+	// endpoint (unless Cluster.Node.DaemonEndpointPort is set). Default
+	// nil: no server.
+	Server *server.Options
 
 	// MirrorClient creates and deletes the mirror pods of static pods in the
 	// API server (podmanager/kubemirror). Default nil: no mirror pods.

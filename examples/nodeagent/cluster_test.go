@@ -29,7 +29,8 @@ func TestJoinRealCluster(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "web.yaml"), []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: main\n    image: localhost/podlife/pause:1.0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := parseFlags([]string{"--kubeconfig", api.NodeKubeconfig(t, name), "--node-name", name, "--manifests", dir, "--listen", "127.0.0.1:0"}, os.Stderr)
+	c, err := parseFlags([]string{"--kubeconfig", api.NodeKubeconfig(t, name), "--node-name", name, "--manifests", dir, "--listen", "127.0.0.1:0",
+		"--port", "0", "--address", "127.0.0.1"}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -99,4 +101,11 @@ func isUnreachable(err error) bool {
 func withCluster(opts *agent.Options, c config, client, eventClient kubernetes.Interface) {
 	opts.Cluster = &agent.Cluster{Client: client, EventClient: eventClient,
 		Events: events.Options{QPS: c.eventQPS, Burst: c.eventBurst}}
+	if c.nodeIP != "" {
+		host, _ := os.Hostname()
+		opts.Cluster.Node.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: c.nodeIP}}
+		if host != "" {
+			opts.Cluster.Node.Addresses = append(opts.Cluster.Node.Addresses, v1.NodeAddress{Type: v1.NodeHostName, Address: host})
+		}
+	}
 }

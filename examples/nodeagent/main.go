@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -45,6 +46,15 @@ type config struct {
 	eventBurst int
 	demo       bool
 	verbosity  int
+	// node server (agent/server), the kubelet's flags
+	port              int
+	address           string
+	tlsCertFile       string
+	tlsKeyFile        string
+	clientCAFile      string
+	anonymousAuth     bool
+	authorizationMode string
+	nodeIP            string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -63,6 +73,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var eventQPS float64
 	fs.Float64Var(&eventQPS, "event-qps", 50, "events per second sent to the API server; events over it and --event-burst are dropped (the kubelet's default)")
 	fs.IntVar(&c.eventBurst, "event-burst", 100, "burst of events sent to the API server (the kubelet's default)")
+	fs.IntVar(&c.port, "port", 10250, "port of the node server (logs, exec, attach, port-forward, stats for kubectl); 0: any free port (published in the Node); -1: no node server. It runs when the agent joins a cluster or --client-ca-file or --anonymous-auth is given")
+	fs.StringVar(&c.address, "address", "0.0.0.0", "IP address the node server listens on")
+	fs.StringVar(&c.tlsCertFile, "tls-cert-file", "", "serving certificate of the node server (default: a self-signed one)")
+	fs.StringVar(&c.tlsKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
+	fs.StringVar(&c.clientCAFile, "client-ca-file", "", "CA bundle of the client certificates the node server accepts (the API server's kubelet client certificate)")
+	fs.BoolVar(&c.anonymousAuth, "anonymous-auth", false, "let requests without credentials reach the node server's authorizer as system:anonymous")
+	fs.StringVar(&c.authorizationMode, "authorization-mode", "Webhook", "node server authorization: Webhook (SubjectAccessReview to the API server) or AlwaysAllow")
+	fs.StringVar(&c.nodeIP, "node-ip", "", "the Node's InternalIP, where the API server reaches the node server (default: the machine's first global IPv4 address)")
 	fs.BoolVar(&c.demo, "demo", false, "run the demo story on the embedded runtime, print what happened and exit (0 when every check held)")
 	fs.IntVar(&c.verbosity, "v", 2, "log verbosity: 0 errors and notable events, 2 pod lifecycle transitions, 4 every update")
 	if err := fs.Parse(args); err != nil {
@@ -78,6 +96,18 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.inCluster && c.kubeconfig != "" {
 		return c, errors.New("--in-cluster and --kubeconfig exclude each other")
+	}
+	if c.port < -1 || c.port > 65535 {
+		return c, fmt.Errorf("--port %d: want a port, 0 (any free port) or -1 (no node server)", c.port)
+	}
+	if (c.tlsCertFile == "") != (c.tlsKeyFile == "") {
+		return c, errors.New("--tls-cert-file and --tls-private-key-file go together")
+	}
+	if c.authorizationMode != "Webhook" && c.authorizationMode != "AlwaysAllow" {
+		return c, fmt.Errorf("--authorization-mode %q: want Webhook or AlwaysAllow", c.authorizationMode)
+	}
+	if c.nodeIP != "" && net.ParseIP(c.nodeIP) == nil {
+		return c, fmt.Errorf("--node-ip %q is not an IP address", c.nodeIP)
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/podlife/podlife/agent"
 	"github.com/podlife/podlife/runtime"
@@ -76,17 +77,26 @@ func serve(ctx context.Context, c config, log logr.Logger) error {
 		Registerer:   reg,
 		Logger:       log.WithName("agent"),
 	}
+	var client kubernetes.Interface
 	if c.kubeconfig != "" || c.inCluster {
-		client, events, host, err := clusterClients(ctx, c.kubeconfig, c.nodeName, c.kubeAPIQPS, c.kubeAPIBurst, reg)
+		var events kubernetes.Interface
+		var host string
+		client, events, host, err = clusterClients(ctx, c.kubeconfig, c.nodeName, c.kubeAPIQPS, c.kubeAPIBurst, reg)
 		if err != nil {
 			return err
 		}
 		withCluster(&opts, c, client, events)
 		log.Info("joining a cluster", "server", host, "node", c.nodeName, "qps", c.kubeAPIQPS, "burst", c.kubeAPIBurst)
 	}
+	if opts.Server, err = serverOptions(c, client, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})); err != nil {
+		return fmt.Errorf("node server: %w", err)
+	}
 	a, err := agent.New(opts)
 	if err != nil {
 		return err
+	}
+	if s := a.Server(); s != nil {
+		log.Info("node server", "address", c.address, "port", s.Port(), "authorization", c.authorizationMode)
 	}
 
 	ln, err := net.Listen("tcp", c.listen)

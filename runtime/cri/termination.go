@@ -2,6 +2,7 @@ package cri
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/cri-client/pkg/logs"
 
 	"github.com/podlife/podlife/runtime"
 )
@@ -154,32 +156,17 @@ func readTail(path string, n int64) ([]byte, error) {
 }
 
 // tailLog returns the content of the last maxTerminationLogLines lines of
-// a CRI log file ("TIMESTAMP STREAM TAG CONTENT", TAG "P" for a partial
-// line that the next one continues), at most its last
-// maxTerminationLogBytes bytes; "" when it cannot be read.
+// a CRI log file, at most their last maxTerminationLogBytes bytes, read by
+// the kubelet's log reader (k8s.io/cri-client/pkg/logs: partial lines
+// joined, either log format); "" when it cannot be read.
 func tailLog(path string) string {
-	// 80 lines of a runtime's 16 KiB partial lines at most, plus headers.
-	b, err := readTail(path, maxTerminationLogLines*(16<<10+64))
-	if err != nil {
+	lines := int64(maxTerminationLogLines)
+	var buf bytes.Buffer
+	// Without Follow the reader makes no runtime call.
+	if err := logs.ReadLogs(context.Background(), path, "", &logs.LogOptions{TailLines: &lines}, nil, &buf, &buf); err != nil && buf.Len() == 0 {
 		return ""
 	}
-	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
-	if len(lines) > maxTerminationLogLines {
-		lines = lines[len(lines)-maxTerminationLogLines:]
-	}
-	var out []byte
-	for _, l := range lines {
-		fields := bytes.SplitN(l, []byte(" "), 4)
-		if len(fields) < 3 {
-			continue // the first line of the window may be cut
-		}
-		if len(fields) == 4 {
-			out = append(out, fields[3]...)
-		}
-		if !bytes.Equal(fields[2], []byte("P")) && !bytes.HasPrefix(fields[2], []byte("P:")) {
-			out = append(out, '\n')
-		}
-	}
+	out := buf.Bytes()
 	if len(out) > maxTerminationLogBytes {
 		out = out[len(out)-maxTerminationLogBytes:]
 	}

@@ -102,9 +102,13 @@ func (r *runtimeService) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncR
 //	true        exits 0
 //	false       exits 1
 //
-// Anything else fails as a missing executable does in containerd (exit 127
+// each also after the pause image's own path ("/pause echo hi"), as it runs
+// them in containerd. Anything else fails as a missing executable does in containerd (exit 127
 // with a message on stderr).
 func (s *Server) builtinExec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	if len(req.Cmd) > 1 && req.Cmd[0] == "/pause" {
+		req.Cmd = req.Cmd[1:]
+	}
 	switch req.Cmd[0] {
 	case "echo":
 		if len(req.Cmd) > 1 && req.Cmd[1] == "-n" {

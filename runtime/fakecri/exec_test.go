@@ -41,6 +41,8 @@ func TestExecSync(t *testing.T) {
 	}{
 		{[]string{"echo", "hello", "world"}, "hello world\n", 0},
 		{[]string{"exit", "3"}, "", 3},
+		{[]string{"/pause", "echo", "hi"}, "hi\n", 0}, // as the pause image's binary runs them
+		{[]string{"/pause", "exit", "4"}, "", 4},
 		{[]string{"true"}, "", 0},
 		{[]string{"false"}, "", 1},
 		{[]string{"/bin/nothing"}, "", 127},

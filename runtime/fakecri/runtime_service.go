@@ -310,6 +310,7 @@ func (r *runtimeService) StartContainer(_ context.Context, req *runtimeapi.Start
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = s.now()
+	s.startLogLocked(c)
 	if mode, code := behaviour(c.config); mode == "exit" {
 		reason := "Completed"
 		if code != 0 {

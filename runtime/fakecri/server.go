@@ -110,6 +110,10 @@ type Server struct {
 	images        map[string]*image // by ID
 	stopTimes     map[string]int64  // container ID → timeout of its last StopContainer
 	exec          ExecFunc          // SetExec's, or nil: builtinExec
+
+	// stream is the streaming server of Exec, Attach and PortForward
+	// (streaming.go); it guards itself.
+	stream streamer
 }
 
 // New returns a Server with the given options. It does not listen yet.
@@ -258,6 +262,7 @@ func (s *Server) IsUp() bool {
 // Stop stops serving for good and waits for the serving goroutine.
 func (s *Server) Stop() {
 	s.Down()
+	s.stopStreaming()
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()

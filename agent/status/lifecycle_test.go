@@ -180,20 +180,25 @@ func TestServerErrorsRetriedWithBackoffOnlyTheNewest(t *testing.T) {
 	h.run()
 	ctx := context.Background()
 	_ = h.m.SetPodStatus(ctx, pod, nil, running("0"))
-	h.eventually("first failure", func() bool { return h.count("patch/status") == 1 && h.clock.HasWaiters() })
+	// The reconcile ticker is always waiting; a second waiter is the
+	// back-off timer, armed only once the failure is recorded (stepping the
+	// clock before that would move the retry itself later: failed once
+	// under load).
+	backingOff := func() bool { return h.clock.Waiters() == 2 }
+	h.eventually("first failure", func() bool { return h.count("patch/status") == 1 && backingOff() })
 	// Backing off: new statuses are recorded, not written now.
 	for _, msg := range []string{"1", "2", "3"} {
 		_ = h.m.SetPodStatus(ctx, pod, nil, running(msg))
 	}
 	// Rand is 0: the delays are 200 ms, 400 ms, 800 ms...
-	h.eventually("timer waiting", func() bool { return h.clock.HasWaiters() })
+	h.eventually("timer waiting", backingOff)
 	h.clock.Step(199 * time.Millisecond)
 	if n := h.count("patch/status"); n != 1 {
 		t.Fatalf("retried before the back-off: %v", h.requests())
 	}
 	h.clock.Step(time.Millisecond)
 	h.eventually("second failure", func() bool { return h.count("patch/status") == 2 })
-	h.eventually("timer waiting", func() bool { return h.m.Pending() == 1 && h.clock.HasWaiters() })
+	h.eventually("timer waiting", func() bool { return h.m.Pending() == 1 && backingOff() })
 	fail.Store(false)
 	h.clock.Step(400 * time.Millisecond)
 	h.settle()

@@ -139,10 +139,13 @@ if [ ! -x "$BIN/e2e.test" ]; then
 fi
 if [ ! -x "$BIN/ginkgo" ]; then
 	gv=$(sed -n 's#^[[:space:]]*github.com/onsi/ginkgo/v2 \(v[^ ]*\).*#\1#p' "$SRC/go.mod" | head -1)
-	log "building the ginkgo CLI $gv (the suite's go.mod)"
+	[ -n "$gv" ] || die "no github.com/onsi/ginkgo/v2 in $SRC/go.mod"
+	log "building the ginkgo CLI $gv (the version the suite's go.mod names)"
 	t0=$SECONDS
-	(cd "$SRC" && GOFLAGS=-mod=mod go build -o "$BIN/ginkgo.tmp" github.com/onsi/ginkgo/v2/ginkgo) >&2 || die "building ginkgo failed"
-	mv "$BIN/ginkgo.tmp" "$BIN/ginkgo"
+	gb=$(mktemp -d)
+	(cd "$gb" && GOBIN=$gb GOFLAGS= go install "github.com/onsi/ginkgo/v2/ginkgo@$gv") >&2 || { rm -rf "$gb"; die "building ginkgo failed"; }
+	mv "$gb/ginkgo" "$BIN/ginkgo"
+	rm -rf "$gb"
 	log "built ginkgo in $((SECONDS - t0)) s"
 fi
 
@@ -188,7 +191,7 @@ mkdir -p "$report"
 # e2e.test's settings: the admin kubeconfig, no provider, no wait for system
 # pods or log dumps over SSH; images named by KUBE_TEST_REPO_LIST.
 args=(--kubeconfig="$kc" --host="https://127.0.0.1:$E2E_API_PORT" --provider=skeleton
-	--minStartupPods=-1 --allowed-not-ready-nodes=0 --disable-log-dump
+	--minStartupPods=-1 --allowed-not-ready-nodes=0 --node-schedulable-timeout=2m --disable-log-dump
 	--kubectl-path="$KUBECTL" --repo-root="$SRC" --e2e-output-dir="$E2E_DIR/out"
 	--container-runtime-endpoint="unix://$sock" --node-os-distro=debian)
 mkdir -p "$E2E_DIR/out"

@@ -186,7 +186,7 @@ func short(uid types.UID) string {
 // happened. It reports whether every check held.
 func runDemo(ctx context.Context, out io.Writer, log logr.Logger) (bool, error) {
 	began := time.Now()
-	rt, srv, closeRuntime, err := openRuntime("", log, nil)
+	rt, srv, closeRuntime, err := openRuntime("", false, log, nil)
 	if err != nil {
 		return false, err
 	}

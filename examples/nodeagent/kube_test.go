@@ -46,7 +46,7 @@ func TestClusterClientsErrors(t *testing.T) {
 func TestAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rt, _, closeRuntime, err := openRuntime("", testr.New(t), nil)
+	rt, _, closeRuntime, err := openRuntime("", false, testr.New(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,9 @@ type config struct {
 	nodeName    string
 	kubeconfig  string
 	inCluster   bool
+	// podNetwork gives pods without hostNetwork their own network
+	// namespace from the runtime's CNI (runtime/cri NetworkModePod).
+	podNetwork bool
 	// kubeAPIQPS and kubeAPIBurst are the API client's limits.
 	kubeAPIQPS   float32
 	kubeAPIBurst int
@@ -66,6 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:10255", "address of the /metrics, /healthz and /debug/pods server")
 	fs.StringVar(&c.nodeName, "node-name", "podlife-node", "node name; static pods are named <name>-<node-name>")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig with the node's credentials (user system:node:<node-name>): join the cluster as node --node-name (Node and Lease, the pods bound to it, mirror pods, statuses, events)")
+	fs.BoolVar(&c.podNetwork, "pod-network", false, "give pods that do not ask for hostNetwork their own network namespace from the runtime's CNI network (the runtime must have one); default: every pod on the node's network")
 	fs.BoolVar(&c.inCluster, "in-cluster", false, "join the cluster with the in-cluster configuration of the pod the agent runs in (instead of --kubeconfig)")
 	var qps float64
 	fs.Float64Var(&qps, "kube-api-qps", 50, "queries per second to the API server (the kubelet's default)")
@@ -114,6 +118,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.demo && (c.kubeconfig != "" || c.inCluster) {
 		return c, errors.New("--demo runs without an API server; it cannot run with --kubeconfig")
+	}
+	if c.podNetwork && c.criEndpoint == "" {
+		return c, errors.New("--pod-network needs a runtime with a CNI network (--cri-endpoint)")
 	}
 	if c.demo && c.criEndpoint != "" {
 		return c, errors.New("--demo injects faults into the embedded runtime; it cannot run with --cri-endpoint")

@@ -41,6 +41,12 @@ func TestFlags(t *testing.T) {
 	if c, err := parseFlags([]string{"--event-qps", "5", "--event-burst", "10"}, io.Discard); err != nil || c.eventQPS != 5 || c.eventBurst != 10 {
 		t.Errorf("--event-qps 5 --event-burst 10: %+v, %v", c, err)
 	}
+	if _, err := parseFlags([]string{"--pod-network"}, io.Discard); err == nil {
+		t.Error("--pod-network without --cri-endpoint: no error")
+	}
+	if c, err := parseFlags([]string{"--pod-network", "--cri-endpoint", "unix:///x.sock"}, io.Discard); err != nil || !c.podNetwork {
+		t.Errorf("--pod-network --cri-endpoint: %+v, %v", c, err)
+	}
 	if code := run([]string{"--bogus"}, io.Discard, io.Discard); code != 2 {
 		t.Errorf("exit code with a bad flag: %d, want 2", code)
 	}
@@ -52,7 +58,7 @@ func TestFlags(t *testing.T) {
 // The endpoints of the agent over the shipped manifests.
 func TestEndpoints(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	rt, _, closeRuntime, err := openRuntime("", testr.New(t), reg)
+	rt, _, closeRuntime, err := openRuntime("", false, testr.New(t), reg)
 	if err != nil {
 		t.Fatal(err)
 	}

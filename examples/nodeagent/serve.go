@@ -24,10 +24,13 @@ import (
 )
 
 // openRuntime connects to the CRI endpoint, or starts an embedded fakecri
-// server when there is none. close releases both. reg, when not nil,
+// server when there is none; podNetwork selects cri.NetworkModePod. close releases both. reg, when not nil,
 // receives the runtime operation metrics.
-func openRuntime(endpoint string, log logr.Logger, reg prometheus.Registerer) (rt *cri.Runtime, srv *fakecri.Server, closeFn func(), err error) {
+func openRuntime(endpoint string, podNetwork bool, log logr.Logger, reg prometheus.Registerer) (rt *cri.Runtime, srv *fakecri.Server, closeFn func(), err error) {
 	opts := cri.Options{Endpoint: endpoint, Logger: log.WithName("cri"), Registerer: reg}
+	if podNetwork {
+		opts.NetworkMode = cri.NetworkModePod
+	}
 	if endpoint == "" {
 		srv = fakecri.New(fakecri.Options{Logger: log.WithName("fakecri")})
 		if err := srv.StartInMemory(); err != nil {
@@ -54,7 +57,7 @@ func openRuntime(endpoint string, log logr.Logger, reg prometheus.Registerer) (r
 func serve(ctx context.Context, c config, log logr.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rt, _, closeRuntime, err := openRuntime(c.criEndpoint, log, reg)
+	rt, _, closeRuntime, err := openRuntime(c.criEndpoint, c.podNetwork, log, reg)
 	if err != nil {
 		return err
 	}

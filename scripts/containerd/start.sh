@@ -34,6 +34,11 @@
 #                 so pods get their own network namespace on a local bridge
 #   CRI_CNI_SUBNET  default 10.88.0.0/24 (only on the local bridge, no uplink)
 #   CRI_BRIDGE    default podlife0
+#   CRI_CNI_GATEWAY  0 (default): the bridge has no address, so the node
+#                 cannot reach its pods; 1: the bridge gets the subnet's first
+#                 address (no default route in pods, no masquerade), so a
+#                 node agent on the host can probe pods and run httpGet hooks
+#                 at their IPs, as a kubelet does
 #
 # Files in CRI_DIR: containerd.sock (CRI and containerd API), containerd.pid,
 # containerd.log, config.toml, env (KEY=value lines for tests to source),
@@ -48,6 +53,7 @@ CRI_PAUSE_IMAGE=${CRI_PAUSE_IMAGE:-localhost/podlife/pause:1.0}
 CRI_CNI=${CRI_CNI:-0}
 CRI_CNI_SUBNET=${CRI_CNI_SUBNET:-10.88.0.0/24}
 CRI_BRIDGE=${CRI_BRIDGE:-podlife0}
+CRI_CNI_GATEWAY=${CRI_CNI_GATEWAY:-0}
 
 SOCK=$CRI_DIR/containerd.sock
 PIDFILE=$CRI_DIR/containerd.pid
@@ -61,6 +67,7 @@ die() { log "error: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || die "must run as root"
 [ "$(uname -s)" = Linux ] || die "Linux only"
 case $CRI_FLAVOR in go | debian) ;; *) die "CRI_FLAVOR must be go or debian" ;; esac
+case $CRI_CNI_GATEWAY in 0) gateway=false ;; 1) gateway=true ;; *) die "CRI_CNI_GATEWAY must be 0 or 1" ;; esac
 [ ${#SOCK} -le 100 ] || die "socket path too long: $SOCK"
 mkdir -p "$CRI_DIR"
 CRI_DIR=$(cd "$CRI_DIR" && pwd)
@@ -453,7 +460,7 @@ if [ "$CRI_CNI" = 1 ]; then
     {
       "type": "bridge",
       "bridge": "$CRI_BRIDGE",
-      "isGateway": false,
+      "isGateway": $gateway,
       "ipMasq": false,
       "hairpinMode": false,
       "ipam": {

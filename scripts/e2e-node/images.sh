@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# scripts/e2e-node/images.sh: build, offline, the container images the
+# Kubernetes e2e [NodeConformance] specs run, and import them into a
+# containerd under the names the suite asks for through KUBE_TEST_REPO_LIST
+# (scripts/e2e-node/repo-list.yaml: registry.k8s.io/e2e-test-images becomes
+# localhost/e2e-test-images, registry.k8s.io becomes localhost/k8s).
+#
+#   bash scripts/e2e-node/images.sh SRC CTR SOCK     # prints nothing; progress on stderr
+#
+# SRC is the k8s.io/kubernetes source tree (the control plane script's copy),
+# CTR the ctr binary, SOCK containerd's socket. Archives are cached in
+# $E2E_CACHE/images (keyed by the suite's version and this script), the
+# binaries they hold in $E2E_CACHE/bin.
+#
+# Images (what the real ones are, and what is here):
+#   busybox:1.37.0-2   the busybox image       Debian's busybox-static, a symlink per applet in /bin
+#   agnhost:2.66.1     alpine + agnhost        busybox rootfs + /agnhost built from test/images/agnhost
+#                      (also tagged 2.55, the suite's "previous" agnhost)
+#   nonroot:1.5        debian-base, USER 1234  busybox rootfs, user 1234
+#   nonewprivs:1.4     alpine + setuid nnp     busybox rootfs + setuid /usr/local/bin/nnp from test/images/nonewprivs
+#   pause:3.10.2       the pause container     the project's pause image (scripts/containerd/start.sh), retagged
+# Other images the suite names (nginx, httpd-like, dns test images) are not
+# built: the specs that use them are in skip.txt or fail on the missing image.
+set -euo pipefail
+
+SRC=$1 CTR=$2 SOCK=$3
+E2E_CACHE=${E2E_CACHE:-/var/cache/podlife-e2e}
+CRI_PAUSE_IMAGE=${CRI_PAUSE_IMAGE:-localhost/podlife/pause:1.0}
+export PATH=/usr/local/go/bin:$PATH GOWORK=off
+
+log() { printf 'e2e-node images: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+[ -f "$SRC/test/images/agnhost/VERSION" ] || die "no kubernetes source tree at $SRC"
+
+E2E=localhost/e2e-test-images
+BUSYBOX=$E2E/busybox:1.37.0-2
+AGNHOST=$E2E/agnhost:2.66.1
+AGNHOST_PREV=$E2E/agnhost:2.55
+NONROOT=$E2E/nonroot:1.5
+NONEWPRIVS=$E2E/nonewprivs:1.4
+PAUSE=localhost/k8s/pause:3.10.2
+
+bin=$E2E_CACHE/bin
+imgs=$E2E_CACHE/images
+mkdir -p "$bin" "$imgs"
+ARCH=$(dpkg --print-architecture)
+
+# ---- binaries ------------------------------------------------------------
+if [ ! -x "$bin/busybox" ]; then
+	log "fetching Debian's busybox-static"
+	d=$(mktemp -d)
+	(cd "$d" && { apt-get download busybox-static >/dev/null 2>&1 || { apt-get update -qq && apt-get download busybox-static; }; }) >&2 ||
+		{ rm -rf "$d"; die "apt-get download busybox-static failed"; }
+	dpkg-deb -x "$d"/busybox-static_*.deb "$d/x"
+	cp "$d/x/bin/busybox" "$bin/busybox.tmp" && mv "$bin/busybox.tmp" "$bin/busybox"
+	rm -rf "$d"
+fi
+gobuild() { # output package
+	[ -x "$bin/$1" ] && return
+	log "building $1 from $2 (once; minutes on a fresh machine)"
+	local t0=$SECONDS
+	(cd "$SRC" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags='-s -w' -o "$bin/$1.tmp" "$2") >&2 ||
+		die "go build $2 failed"
+	mv "$bin/$1.tmp" "$bin/$1"
+	log "built $1 in $((SECONDS - t0)) s"
+}
+gobuild agnhost ./test/images/agnhost
+gobuild nnp ./test/images/nonewprivs
+
+# ---- OCI archives -----------------------------------------------------------
+# oci_archive NAME ROOTFS CONFIG OUT: one uncompressed layer (so its digest is
+# its diff ID), an image config with CONFIG as its "config" object, a
+# manifest, and an index whose annotation names the image for ctr import.
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+oci_archive() {
+	local name=$1 rootfs=$2 config=$3 out=$4 w
+	w=$(mktemp -d)
+	mkdir -p "$w/o/blobs/sha256"
+	tar --numeric-owner --owner=0 --group=0 --sort=name --mtime=@0 -C "$rootfs" -cf "$w/layer.tar" .
+	local ld ls cd cs md ms
+	ld=$(sha "$w/layer.tar") ls=$(stat -c %s "$w/layer.tar")
+	mv "$w/layer.tar" "$w/o/blobs/sha256/$ld"
+	printf '{"architecture":"%s","os":"linux","config":%s,"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+		"$ARCH" "$config" "$ld" >"$w/config.json"
+	cd=$(sha "$w/config.json") cs=$(stat -c %s "$w/config.json")
+	mv "$w/config.json" "$w/o/blobs/sha256/$cd"
+	printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%s}]}' \
+		"$cd" "$cs" "$ld" "$ls" >"$w/manifest.json"
+	md=$(sha "$w/manifest.json") ms=$(stat -c %s "$w/manifest.json")
+	mv "$w/manifest.json" "$w/o/blobs/sha256/$md"
+	printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"platform":{"architecture":"%s","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+		"$md" "$ms" "$ARCH" "$name" "${name##*:}" >"$w/o/index.json"
+	printf '{"imageLayoutVersion":"1.0.0"}' >"$w/o/oci-layout"
+	tar --numeric-owner --owner=0 --group=0 --mtime=@0 -C "$w/o" -cf "$out.tmp" oci-layout index.json blobs
+	mv "$out.tmp" "$out"
+	rm -rf "$w"
+}
+
+# busybox_rootfs DIR: the busybox image's file system (as the official image:
+# every applet in /bin, root and nobody, a world-writable /tmp).
+busybox_rootfs() {
+	local r=$1 a
+	mkdir -p "$r"/{bin,etc,tmp,root,home,var,proc,sys,dev,usr/bin,usr/sbin,sbin}
+	chmod 1777 "$r/tmp"
+	chmod 700 "$r/root"
+	cp "$bin/busybox" "$r/bin/busybox"
+	for a in $("$bin/busybox" --list); do
+		[ "$a" = busybox ] || ln -sf busybox "$r/bin/$a"
+	done
+	printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'daemon:x:1:1:daemon:/usr/sbin:/bin/false' \
+		'nobody:x:65534:65534:nobody:/home:/bin/false' >"$r/etc/passwd"
+	printf '%s\n' 'root:x:0:' 'daemon:x:1:' 'nogroup:x:65534:' >"$r/etc/group"
+	: >"$r/etc/hosts"
+	: >"$r/etc/resolv.conf"
+	printf 'busybox\n' >"$r/etc/hostname"
+}
+
+PATHENV='"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"'
+# The archives are rebuilt when this script or a binary changes.
+key=$( (sha256sum "${BASH_SOURCE[0]}" "$bin/busybox" "$bin/agnhost" "$bin/nnp" | cut -d' ' -f1) | sha256sum | cut -c1-16)
+if [ "$(cat "$imgs/key" 2>/dev/null)" != "$key" ]; then
+	log "writing the image archives"
+	w=$(mktemp -d)
+	busybox_rootfs "$w/busybox"
+	oci_archive "$BUSYBOX" "$w/busybox" '{"Env":['"$PATHENV"'],"Cmd":["sh"]}' "$imgs/busybox.tar"
+
+	cp -a "$w/busybox" "$w/agnhost"
+	cp "$bin/agnhost" "$w/agnhost/agnhost"
+	ln -s agnhost "$w/agnhost/agnhost-2"
+	mkdir -p "$w/agnhost/uploads"
+	cp "$SRC/test/images/agnhost/porter/localhost.crt" "$SRC/test/images/agnhost/porter/localhost.key" "$w/agnhost/"
+	printf '%s\n' 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >>"$w/agnhost/etc/passwd"
+	printf '%s\n' 'user-defined-in-image:x:1000:' 'group-defined-in-image:x:50000:user-defined-in-image' >>"$w/agnhost/etc/group"
+	oci_archive "$AGNHOST" "$w/agnhost" '{"Env":['"$PATHENV"'],"Entrypoint":["/agnhost"],"Cmd":["pause"],"ExposedPorts":{"80/tcp":{},"8080/tcp":{},"8081/tcp":{},"9376/tcp":{},"5000/tcp":{}}}' "$imgs/agnhost.tar"
+
+	oci_archive "$NONROOT" "$w/busybox" '{"Env":['"$PATHENV"'],"Cmd":["sh"],"User":"1234"}' "$imgs/nonroot.tar"
+
+	cp -a "$w/busybox" "$w/nonewprivs"
+	mkdir -p "$w/nonewprivs/usr/local/bin"
+	install -m 4755 "$bin/nnp" "$w/nonewprivs/usr/local/bin/nnp"
+	oci_archive "$NONEWPRIVS" "$w/nonewprivs" '{"Env":['"$PATHENV"'],"Cmd":["nnp"]}' "$imgs/nonewprivs.tar"
+	rm -rf "$w"
+	printf '%s\n' "$key" >"$imgs/key"
+fi
+
+# ---- import -----------------------------------------------------------------
+ctr() { "$CTR" --address "$SOCK" -n k8s.io "$@"; }
+have=$(ctr images ls -q)
+has() { case $'\n'$have$'\n' in *$'\n'"$1"$'\n'*) return 0 ;; esac; return 1; }
+for i in busybox agnhost nonroot nonewprivs; do
+	log "importing $i"
+	ctr images import "$imgs/$i.tar" >/dev/null || die "ctr images import $i failed"
+done
+ctr images tag --force "$AGNHOST" "$AGNHOST_PREV" >/dev/null
+has "$CRI_PAUSE_IMAGE" || die "$CRI_PAUSE_IMAGE is not in containerd (scripts/containerd/start.sh imports it)"
+ctr images tag --force "$CRI_PAUSE_IMAGE" "$PAUSE" >/dev/null
+have=$(ctr images ls -q)
+for n in "$BUSYBOX" "$AGNHOST" "$AGNHOST_PREV" "$NONROOT" "$NONEWPRIVS" "$PAUSE"; do
+	has "$n" || die "image $n missing after import"
+done
+log "images ready: $BUSYBOX $AGNHOST $AGNHOST_PREV $NONROOT $NONEWPRIVS $PAUSE"

@@ -160,9 +160,12 @@ log "containerd and images ready in $((SECONDS - t0)) s"
 (cd "$ROOT" && go build -o "$E2E_DIR/nodeagent" ./examples/nodeagent) || die "building the node agent failed"
 mkdir -p "$E2E_DIR/manifests" "$E2E_DIR/tmp"
 # TMPDIR: the runtime adapter keeps volumes, logs and termination messages
-# under $TMPDIR/podlife-volumes, removed at teardown.
+# under $TMPDIR/podlife-volumes, removed at teardown. The node server (logs,
+# exec, port-forward for the specs) listens on loopback on a free port, and
+# the Node says 127.0.0.1: the API server reaches it there and nowhere else.
 TMPDIR=$E2E_DIR/tmp nohup "$E2E_DIR/nodeagent" --kubeconfig "$E2E_API_DIR/node-$E2E_NODE.kubeconfig" \
 	--node-name "$E2E_NODE" --cri-endpoint "unix://$sock" --pod-network \
+	--address 127.0.0.1 --port 0 --node-ip 127.0.0.1 \
 	--manifests "$E2E_DIR/manifests" --listen "$E2E_LISTEN" -v 2 >"$E2E_DIR/nodeagent.log" 2>&1 </dev/null &
 echo $! >"$agent_pid"
 ready=0

@@ -111,10 +111,18 @@ teardown() {
 		for _ in $(seq 100); do kill -0 "$ginkgo_pid" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$ginkgo_pid" 2>/dev/null
 	fi
+	# ginkgo's parallel e2e.test processes outlive a killed ginkgo: stop
+	# those of this run (they name its output folder).
+	pkill -KILL -f -- "--e2e-output-dir=$E2E_DIR/out" 2>/dev/null
 	[ -f "$agent_pid" ] && stop_pid "$(cat "$agent_pid")" "$E2E_DIR/nodeagent"
 	rm -f "$agent_pid"
 	cri env CRI_CGROUP_PARENTS=/podlife bash "$ROOT/scripts/containerd/stop.sh" 2>>"$E2E_DIR/teardown.log"
 	api bash "$ROOT/scripts/apiserver/stop.sh" 2>>"$E2E_DIR/teardown.log"
+	# Memory-backed volumes (secrets, tokens) of pods the agent did not get
+	# to tear down are mounts: unmount them, deepest first, then remove.
+	awk -v d="$E2E_DIR/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do
+		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+	done
 	[ -d "$E2E_DIR/tmp" ] && rm -rf --one-file-system "$E2E_DIR/tmp"
 	set -e
 }
@@ -162,10 +170,11 @@ mkdir -p "$E2E_DIR/manifests" "$E2E_DIR/tmp"
 # TMPDIR: the runtime adapter keeps volumes, logs and termination messages
 # under $TMPDIR/podlife-volumes, removed at teardown. The node server (logs,
 # exec, port-forward for the specs) listens on loopback on a free port, and
-# the Node says 127.0.0.1: the API server reaches it there and nowhere else.
+# the Node says 127.0.0.1: the API server reaches it there and nowhere else,
+# with its kubelet client certificate, signed by the cluster CA.
 TMPDIR=$E2E_DIR/tmp nohup "$E2E_DIR/nodeagent" --kubeconfig "$E2E_API_DIR/node-$E2E_NODE.kubeconfig" \
 	--node-name "$E2E_NODE" --cri-endpoint "unix://$sock" --pod-network \
-	--address 127.0.0.1 --port 0 --node-ip 127.0.0.1 \
+	--address 127.0.0.1 --port 0 --node-ip 127.0.0.1 --client-ca-file "$E2E_API_DIR/ca.crt" \
 	--manifests "$E2E_DIR/manifests" --listen "$E2E_LISTEN" -v 2 >"$E2E_DIR/nodeagent.log" 2>&1 </dev/null &
 echo $! >"$agent_pid"
 ready=0

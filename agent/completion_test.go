@@ -30,8 +30,9 @@ func jobManifest(name string, policy v1.RestartPolicy) string {
 // through termination while they are still desired: a terminal phase is
 // published, nothing of them runs any more, their workers finish and stay
 // known (they are desired) without ever starting them again, and they no
-// longer count as active. OnFailure restarts a failed container and
-// completes once it exits 0. Removing the manifests then forgets them.
+// longer count as active; their dead containers are kept. OnFailure
+// restarts a failed container and completes once it exits 0. Removing the
+// manifests then forgets them and removes what is left.
 func TestRunToCompletion(t *testing.T) {
 	srv, endpoint := startFakeCRI(t, fakecri.Options{Images: []string{testImage}})
 	dir := t.TempDir()
@@ -89,6 +90,15 @@ func TestRunToCompletion(t *testing.T) {
 	}
 	if _, runs := runtimePods(t, ra.rt, false)[ok]; runs {
 		t.Errorf("a completed pod was started again")
+	}
+	// Their dead containers stay while they are desired, as on a kubelet:
+	// their logs and exit codes can still be read (kubectl logs of a
+	// completed pod).
+	all := runtimePods(t, ra.rt, true)
+	for _, uid := range []types.UID{ok, bad, retry} {
+		if rp := all[uid]; rp == nil || len(rp.Containers) == 0 {
+			t.Errorf("completed pod %s: its dead containers were removed while it is still desired", uid)
+		}
 	}
 	got := series(t, ra.reg)
 	if got[`kubelet_desired_pods{static="true"}`] != 3 || got[`kubelet_active_pods{static="true"}`] != 0 {

@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/runtime"
 )
 
 // noteFinished records, for a final status just published, whether the pod
@@ -22,7 +24,8 @@ func (a *Agent) noteFinished(pod *v1.Pod) {
 
 // republishFinished publishes again, once, the final status of desired pods
 // that are being deleted and whose workers had finished before the deletion
-// (a pod that ran to completion, then was deleted). The pod workers take no
+// (a pod that ran to completion, then was deleted), after removing the dead
+// containers it kept. The pod workers take no
 // more updates for a finished pod, so without this an API-backed reporter
 // would never learn that the object may now go, and it would stay
 // Terminating for ever; the kubelet's status manager deletes such a pod once
@@ -49,6 +52,12 @@ func (a *Agent) republishFinished(ctx context.Context, allPods []*v1.Pod) int {
 		}
 		st, ok := a.status.Status(pod.UID)
 		if !ok {
+			continue
+		}
+		// Its dead containers, kept for its logs while it was desired, go
+		// first: the object is deleted once the final status is published.
+		if err := a.rt.RemovePod(ctx, &runtime.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}); err != nil {
+			a.log.Error(err, "removing the containers of a deleted, finished pod failed; will retry", "pod", podRef(pod), "podUID", pod.UID)
 			continue
 		}
 		mirror, _ := a.pods.GetMirrorPodByPod(pod)

@@ -231,20 +231,18 @@ func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, runningPod *runt
 }
 
 // SyncTerminatedPod implements podworker.Syncer: it removes the containers
-// and sandboxes of the pod and publishes its final, terminal status.
+// and sandboxes of a pod whose content may go (deleted or evicted, or no
+// longer desired), tears down its volumes and publishes its final,
+// terminal status. A pod that finished but is still in the API (a Job's
+// pod that completed, say) keeps its dead containers, as on a kubelet, so
+// that `kubectl logs` and its exit codes still work; they are removed once
+// the pod is deleted (housekeeping's removeDeadRemains).
 func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.PodStatus) error {
 	a := s.a
-	rp := &runtime.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
-	if err := a.rt.RemovePod(ctx, rp); err != nil {
-		if errors.Is(err, runtime.ErrFailedPrecondition) {
-			// Something runs again (a runtime restarted it behind our
-			// back): stop it, and retry the removal next time.
-			one := int64(1)
-			if kerr := a.rt.KillPod(ctx, pod, nil, &one); kerr != nil {
-				err = errors.Join(err, kerr)
-			}
+	if a.podContentRemovable(pod) {
+		if err := s.removeRuntimePod(ctx, pod); err != nil {
+			return err
 		}
-		return fmt.Errorf("remove pod %s: %w", podRef(pod), err)
 	}
 	if a.cluster.volumes != nil {
 		if err := a.cluster.volumes.TearDown(pod.UID); err != nil {
@@ -284,4 +282,36 @@ func (a *Agent) noteBackOffs(uid types.UID, err error) {
 		return
 	}
 	a.backOffs[uid] = b
+}
+
+// podContentRemovable reports whether a terminated pod's containers,
+// sandboxes and logs may be removed now: the pod is being deleted or was
+// evicted (the kubelet's ShouldPodContentBeRemoved), or it is no longer
+// one of the agent's pods.
+func (a *Agent) podContentRemovable(pod *v1.Pod) bool {
+	if pod.DeletionTimestamp != nil || a.workers.ShouldPodContentBeRemoved(pod.UID) {
+		return true
+	}
+	_, desired := a.pods.GetPodByUID(pod.UID)
+	return !desired
+}
+
+// removeRuntimePod removes the containers and sandboxes of a terminated
+// pod; something found running again is stopped, and the removal retried
+// at the next sync.
+func (s *syncer) removeRuntimePod(ctx context.Context, pod *v1.Pod) error {
+	a := s.a
+	rp := &runtime.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	if err := a.rt.RemovePod(ctx, rp); err != nil {
+		if errors.Is(err, runtime.ErrFailedPrecondition) {
+			// Something runs again (a runtime restarted it behind our
+			// back): stop it, and retry the removal next time.
+			one := int64(1)
+			if kerr := a.rt.KillPod(ctx, pod, nil, &one); kerr != nil {
+				err = errors.Join(err, kerr)
+			}
+		}
+		return fmt.Errorf("remove pod %s: %w", podRef(pod), err)
+	}
+	return nil
 }

@@ -67,7 +67,9 @@ func ValidatePath(p string) error {
 // the payload is a symbolic link through ..data (name → ..data/name);
 // then the names no longer in the payload and the old folder are
 // removed. A payload equal to the current content changes nothing and
-// reports false. dir is made when missing (mode 0755).
+// reports false. dir is made when missing (mode 0755). Writers of one
+// dir must not overlap (the Manager serializes them); readers may read at
+// any time.
 func WriteAtomic(dir string, payload map[string]File, now time.Time) (changed bool, err error) {
 	for p, f := range payload {
 		if err := ValidatePath(p); err != nil {

@@ -69,6 +69,7 @@ type Manager struct {
 	tokens  *Tokens
 	watcher *objectWatcher
 	kick    chan struct{}
+	locks   dirLocks // one writer per volume folder
 
 	mu   sync.Mutex
 	pods map[types.UID]*podVolumes
@@ -168,6 +169,8 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) (runtime
 	if err != nil {
 		return runtime.PreparedVolume{}, err
 	}
+	unlock := m.locks.lock(dir)
+	defer unlock()
 	if err := m.prepareDir(dir, v); err != nil {
 		return runtime.PreparedVolume{}, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
 	}
@@ -179,6 +182,15 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) (runtime
 		return runtime.PreparedVolume{}, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
 	}
 	return runtime.PreparedVolume{HostPath: dir, ReadOnly: true}, nil
+}
+
+// remembered reports whether volume name of pod uid is set up and not
+// torn down.
+func (m *Manager) remembered(uid types.UID, name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pv := m.pods[uid]
+	return pv != nil && pv.volumes[name] != nil
 }
 
 // prepareDir makes dir, on a tmpfs when the volume must be in memory.
@@ -240,13 +252,18 @@ func (m *Manager) TearDown(uid types.UID) error {
 	m.mu.Lock()
 	delete(m.pods, uid)
 	m.mu.Unlock()
-	m.watcher.release(uid)
-	m.tokens.Forget(uid)
 	if s := string(uid); s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\\x00") {
 		return fmt.Errorf("pod UID %q cannot name a folder", uid)
 	}
 	podDir := filepath.Join(m.opts.Root, string(uid))
 	plugins, _ := filepath.Glob(filepath.Join(podDir, "volumes", "*", "*"))
+	// Wait for the writers already in a volume (a resync): the next ones
+	// find the pod forgotten and write nothing, nor watch anything more.
+	for _, d := range plugins {
+		m.locks.lock(d)()
+	}
+	m.watcher.release(uid)
+	m.tokens.Forget(uid)
 	var errs []error
 	for _, d := range plugins {
 		errs = append(errs, unmount(d))
@@ -308,7 +325,11 @@ func (m *Manager) resync(ctx context.Context) {
 	for _, it := range items {
 		dir, err := m.dir(it.pod.UID, it.v)
 		if err == nil {
-			err = m.write(ctx, it.pod, it.v, dir)
+			unlock := m.locks.lock(dir)
+			if m.remembered(it.pod.UID, it.v.Name) { // not torn down meanwhile
+				err = m.write(ctx, it.pod, it.v, dir)
+			}
+			unlock()
 		}
 		if err != nil {
 			m.log.Info("volume not updated; its files are kept", "pod", it.pod.Namespace+"/"+it.pod.Name, "volume", it.v.Name, "err", err)

@@ -121,7 +121,7 @@ func (s *soak) finalProblems() []string {
 			}
 			continue
 		}
-		if !known && isJob(pod) && (pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed) && rp == nil {
+		if !known && isJob(pod) && (pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed) && !runsAnything(rp) {
 			// Completed, and recreated with the same UID and its final
 			// phase while it finished: inactive, so not started again,
 			// and no worker needs it (the kubelet does the same).
@@ -129,14 +129,15 @@ func (s *soak) finalProblems() []string {
 			continue
 		}
 		if known && info.Lifecycle == podworker.LifecycleFinished && isJob(pod) {
-			// Ran to completion: a terminal phase, nothing left.
+			// Ran to completion: a terminal phase, nothing running (its
+			// dead containers stay while it is desired, for its logs).
 			completed++
 			apiFinished++
 			if st, ok := ar.StatusReporter().Status(uid); !ok || (st.Phase != v1.PodSucceeded && st.Phase != v1.PodFailed) {
 				add("completed pod %s (%s) has published phase %q", podmanager.FullName(pod), uid, st.Phase)
 			}
-			if rp != nil {
-				add("completed pod %s (%s) is still in the runtime: %s", podmanager.FullName(pod), uid, describe(rp))
+			if runsAnything(rp) {
+				add("completed pod %s (%s) still runs in the runtime: %s", podmanager.FullName(pod), uid, describe(rp))
 			}
 			continue
 		}
@@ -328,4 +329,18 @@ func gather(reg prometheus.Gatherer, names []string) (map[string]float64, error)
 		}
 	}
 	return out, nil
+}
+
+// runsAnything reports whether a runtime pod (nil: none) has a running
+// container or a ready sandbox.
+func runsAnything(rp *runtime.Pod) bool {
+	if rp == nil {
+		return false
+	}
+	for _, c := range append(slices.Clone(rp.Containers), rp.Sandboxes...) {
+		if c.State == runtime.ContainerStateRunning {
+			return true
+		}
+	}
+	return false
 }

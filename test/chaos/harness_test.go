@@ -238,6 +238,17 @@ func (r *checkReporter) PodFinished(ctx context.Context, pod, _ *v1.Pod, status 
 	return nil
 }
 
+// contentRemovable reports whether the pod's runtime remains must be gone
+// once it finished: it is being deleted or was evicted (the pod workers'
+// ShouldPodContentBeRemoved).
+func (r *checkReporter) contentRemovable(pod *v1.Pod) bool {
+	if pod.DeletionTimestamp != nil {
+		return true
+	}
+	w, ok := r.pods.(interface{ ShouldPodContentBeRemoved(types.UID) bool })
+	return ok && w.ShouldPodContentBeRemoved(pod.UID)
+}
+
 // publish records and checks a status; it returns the phase published.
 func (r *checkReporter) publish(ctx context.Context, pod *v1.Pod, status v1.PodStatus, finished bool) v1.PodPhase {
 	could := r.pods.CouldHaveRunningContainers(pod.UID)
@@ -267,7 +278,10 @@ func (r *checkReporter) publish(ctx context.Context, pod *v1.Pod, status v1.PodS
 	if st.HasRunningContainers() || st.HasReadySandbox() {
 		r.inv.violation("pod %s/%s (%s) reported %s while the runtime runs it: %s", pod.Namespace, pod.Name, pod.UID, merged.Phase, st)
 	}
-	if finished && (len(st.ContainerStatuses) > 0 || len(st.SandboxStatuses) > 0) {
+	// A finished pod that is being deleted or was evicted has nothing left;
+	// one that ran to completion and is still desired keeps its dead
+	// containers (for its logs and exit codes), as on a kubelet.
+	if finished && r.contentRemovable(pod) && (len(st.ContainerStatuses) > 0 || len(st.SandboxStatuses) > 0) {
 		r.inv.violation("pod %s/%s (%s) reported finished while the runtime still holds %d containers and %d sandboxes",
 			pod.Namespace, pod.Name, pod.UID, len(st.ContainerStatuses), len(st.SandboxStatuses))
 	}

@@ -233,8 +233,8 @@ func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, runningPod *runt
 // SyncTerminatedPod implements podworker.Syncer: it removes the containers
 // and sandboxes of a pod whose content may go (deleted or evicted, or no
 // longer desired), tears down its volumes and publishes its final,
-// terminal status. A pod that finished but is still in the API (a Job's
-// pod that completed, say) keeps its dead containers, as on a kubelet, so
+// terminal status. A pod that ran to completion and is still in the API (a
+// Job's pod, say) keeps its dead containers, as on a kubelet, so
 // that `kubectl logs` and its exit codes still work; they are removed once
 // the pod is deleted (housekeeping's removeDeadRemains).
 func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.PodStatus) error {
@@ -286,10 +286,17 @@ func (a *Agent) noteBackOffs(uid types.UID, err error) {
 
 // podContentRemovable reports whether a terminated pod's containers,
 // sandboxes and logs may be removed now: the pod is being deleted or was
-// evicted (the kubelet's ShouldPodContentBeRemoved), or it is no longer
-// one of the agent's pods.
+// evicted (the kubelet's ShouldPodContentBeRemoved), it is no longer one
+// of the agent's pods, or it could only have ended by being killed
+// (RestartPolicy Always: a pod recreated with the same UID while it
+// terminated restarts, and must not find the dead sandbox and containers
+// of its earlier life). Pods that run to completion (Never, OnFailure)
+// keep theirs while they are desired.
 func (a *Agent) podContentRemovable(pod *v1.Pod) bool {
 	if pod.DeletionTimestamp != nil || a.workers.ShouldPodContentBeRemoved(pod.UID) {
+		return true
+	}
+	if p := pod.Spec.RestartPolicy; p != v1.RestartPolicyNever && p != v1.RestartPolicyOnFailure {
 		return true
 	}
 	_, desired := a.pods.GetPodByUID(pod.UID)

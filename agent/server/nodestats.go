@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/clock"
 )
 
 // ProcNodeStats reads the node's figures from /proc: CPU time from
@@ -22,6 +23,9 @@ import (
 type ProcNodeStats struct {
 	// Root is the /proc to read. Default "/proc".
 	Root string
+	// Clock gives the figures' time. Default: the real clock (the Server
+	// passes its own).
+	Clock clock.PassiveClock
 }
 
 // userHZ is the kernel's unit of /proc/stat times on Linux.
@@ -33,7 +37,11 @@ func (p ProcNodeStats) NodeStats(_ context.Context) (statsapi.NodeStats, error) 
 	if root == "" {
 		root = "/proc"
 	}
-	now := metav1.NewTime(time.Now())
+	c := p.Clock
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	now := metav1.NewTime(c.Now())
 	var ns statsapi.NodeStats
 	stat, err := os.ReadFile(root + "/stat")
 	if err != nil {

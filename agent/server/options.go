@@ -110,7 +110,7 @@ func (o Options) withDefaults() Options {
 		o.Clock = clock.RealClock{}
 	}
 	if o.NodeStats == nil {
-		o.NodeStats = ProcNodeStats{}
+		o.NodeStats = ProcNodeStats{Clock: o.Clock}
 	}
 	return o
 }

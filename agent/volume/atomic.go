@@ -14,10 +14,13 @@ import (
 )
 
 // File is one file of a volume's payload: its content and permission
-// bits (0 to 0777).
+// bits (0 to 0777), and the user that owns it when not the writer.
 type File struct {
 	Data []byte
 	Mode fs.FileMode
+	// FsUser, when set, owns the file (the kubelet gives a projected
+	// service-account token to the user all the pod's containers run as).
+	FsUser *int64
 }
 
 // Names of the atomic writer's own entries in a volume folder (the
@@ -71,6 +74,16 @@ func ValidatePath(p string) error {
 // dir must not overlap (the Manager serializes them); readers may read at
 // any time.
 func WriteAtomic(dir string, payload map[string]File, now time.Time) (changed bool, err error) {
+	return WriteAtomicOwned(dir, payload, now, Ownership{})
+}
+
+// WriteAtomicOwned is WriteAtomic for a volume of a pod with an fsGroup:
+// once the new folder is written, and before it becomes current, own is
+// applied to the whole of dir (the kubelet's SetVolumeOwnership, which it
+// runs at the same point), so that the files a reader sees already have
+// their group and modes. A payload whose files have the content, the
+// modes (with own's bits) and the group already changes nothing.
+func WriteAtomicOwned(dir string, payload map[string]File, now time.Time, own Ownership) (changed bool, err error) {
 	for p, f := range payload {
 		if err := ValidatePath(p); err != nil {
 			return false, err
@@ -86,7 +99,7 @@ func WriteAtomic(dir string, payload map[string]File, now time.Time) (changed bo
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("read %s: %w", dataDirName, err)
 	}
-	if oldTS != "" && sameContent(filepath.Join(dir, oldTS), payload) {
+	if oldTS != "" && sameContent(filepath.Join(dir, oldTS), payload, own) {
 		return false, nil
 	}
 	tsDir, err := os.MkdirTemp(dir, now.UTC().Format(tsLayout))
@@ -95,6 +108,10 @@ func WriteAtomic(dir string, payload map[string]File, now time.Time) (changed bo
 	}
 	tsName := filepath.Base(tsDir)
 	if err := writePayload(tsDir, payload); err != nil {
+		_ = os.RemoveAll(tsDir)
+		return false, err
+	}
+	if err := own.Apply(dir); err != nil {
 		_ = os.RemoveAll(tsDir)
 		return false, err
 	}
@@ -151,6 +168,11 @@ func writePayload(root string, payload map[string]File) error {
 		if err := os.WriteFile(full, f.Data, f.Mode); err != nil {
 			return err
 		}
+		if f.FsUser != nil {
+			if err := os.Lchown(full, int(*f.FsUser), -1); err != nil {
+				return err
+			}
+		}
 		if err := os.Chmod(full, f.Mode); err != nil {
 			return err
 		}
@@ -200,8 +222,8 @@ func linkUserVisible(dir string, payload map[string]File) error {
 }
 
 // sameContent reports whether folder ts holds exactly payload (content
-// and modes).
-func sameContent(ts string, payload map[string]File) bool {
+// and modes, with own's group and bits).
+func sameContent(ts string, payload map[string]File, own Ownership) bool {
 	var have []string
 	err := filepath.WalkDir(ts, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -224,7 +246,7 @@ func sameContent(ts string, payload map[string]File) bool {
 		}
 		full := filepath.Join(ts, p)
 		fi, err := os.Stat(full)
-		if err != nil || fi.Mode().Perm() != f.Mode {
+		if err != nil || fi.Mode().Perm() != own.Mode(f.Mode).Perm() || !own.has(fi) || !ownedBy(fi, f.FsUser) {
 			return false
 		}
 		b, err := os.ReadFile(full)

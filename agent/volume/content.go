@@ -86,7 +86,14 @@ func (m *Manager) projected(ctx context.Context, pod *v1.Pod, p *v1.ProjectedVol
 			if err != nil {
 				m.log.Info("token refresh failed; the current token is kept until it expires", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 			}
-			part = map[string]File{s.Path: {Data: []byte(tok), Mode: def}}
+			// With an fsGroup or a single user, the token is 0600 (the
+			// ownership then adds the group's read bit), owned by that
+			// user: the kubelet's.
+			mode, user := def, FsUser(pod)
+			if user != nil || PodOwnership(pod, true).FSGroup != nil {
+				mode = 0o600
+			}
+			part = map[string]File{s.Path: {Data: []byte(tok), Mode: mode, FsUser: user}}
 		case src.ClusterTrustBundle != nil:
 			return nil, fmt.Errorf("sources[%d].clusterTrustBundle: not supported by podlife", i)
 		case src.PodCertificate != nil:

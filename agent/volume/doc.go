@@ -12,6 +12,11 @@
 //     that a reader never sees half an update; a payload path that is
 //     absolute, has a '..' element or is too long, and a mode outside
 //     0..0777, are refused;
+//   - in a pod with an fsGroup, every write ends (before the new files
+//     become visible) with the kubelet's SetVolumeOwnership (Ownership):
+//     files and folders of group fsGroup, r--r----- added to files,
+//     r-xr-x--- and setgid to folders; a memory emptyDir's folder gets
+//     the group and the setgid bit;
 //   - secret and projected volumes and memory emptyDirs on a tmpfs: the
 //     root's own file system when it is memory-backed, else a tmpfs the
 //     Manager mounts on the volume's folder (which needs root). When

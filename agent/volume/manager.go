@@ -176,7 +176,13 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) (runtime
 	}
 	m.remember(pod, v)
 	if v.EmptyDir != nil {
-		return runtime.PreparedVolume{HostPath: dir}, os.Chmod(dir, 0o777)
+		// World-writable whatever the umask; with an fsGroup, its group
+		// and the setgid bit (the kubelet's SetVolumeOwnership of a new,
+		// empty folder).
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return runtime.PreparedVolume{}, err
+		}
+		return runtime.PreparedVolume{HostPath: dir}, PodOwnership(pod, false).applyRoot(dir)
 	}
 	if err := m.write(ctx, pod, v, dir); err != nil {
 		return runtime.PreparedVolume{}, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
@@ -239,7 +245,7 @@ func (m *Manager) write(ctx context.Context, pod *v1.Pod, v *v1.Volume, dir stri
 	if err != nil {
 		return err
 	}
-	changed, err := WriteAtomic(dir, payload, m.opts.Clock.Now())
+	changed, err := WriteAtomicOwned(dir, payload, m.opts.Clock.Now(), PodOwnership(pod, true))
 	if changed && err == nil {
 		m.log.V(4).Info("volume written", "pod", pod.Namespace+"/"+pod.Name, "volume", v.Name, "files", len(payload))
 	}

@@ -64,7 +64,8 @@ type Cluster struct {
 	// (runtime/cri's SetContainerOptionsProvider), together with the
 	// environment of agent/envvars. Client, Logger and Clock are the
 	// agent's unless set here; Root defaults to
-	// os.TempDir()/podlife-pod-volumes.
+	// os.TempDir()/podlife-pod-volumes; Allocatable (also the
+	// environment's) to the node controller's Allocatable.
 	Volumes volume.Options
 	// SkipContainerOptions leaves the runtime without a container options
 	// provider: pods run with what their spec alone describes, as without
@@ -241,15 +242,26 @@ func (a *Agent) newContainerOptions() error {
 	if vo.Clock == nil {
 		vo.Clock = opts.Clock
 	}
+	// A limit a container does not set reads, in a resourceFieldRef (an
+	// env var or a downwardAPI file), as the node's allocatable: the
+	// node controller's figures, the same for both.
+	var allocatable func() v1.ResourceList
+	if a.cluster.node != nil {
+		allocatable = a.cluster.node.Allocatable
+	}
+	if vo.Allocatable == nil {
+		vo.Allocatable = allocatable
+	}
 	mgr, err := volume.New(vo)
 	if err != nil {
 		return err
 	}
 	env := envvars.New(envvars.Options{
-		Reader:   envvars.ClientReader{Client: c.Client},
-		HostIPs:  opts.NodeIPs,
-		Recorder: opts.Recorder,
-		Logger:   opts.Logger.WithName("envvars"),
+		Reader:      envvars.ClientReader{Client: c.Client},
+		HostIPs:     opts.NodeIPs,
+		Allocatable: vo.Allocatable,
+		Recorder:    opts.Recorder,
+		Logger:      opts.Logger.WithName("envvars"),
 	})
 	a.cluster.volumes = mgr
 	setter.SetContainerOptionsProvider(volume.Provider{Volumes: mgr, Env: env})

@@ -1,12 +1,19 @@
 package agent_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/agent/node"
 	"github.com/podlife/podlife/agent/volume"
 	"github.com/podlife/podlife/runtime"
 )
@@ -48,5 +55,57 @@ func TestClusterContainerOptions(t *testing.T) {
 	_, err := agent.New(opts(&providerRuntime{}, &agent.Cluster{Client: fake.NewClientset(), SkipNode: true, Volumes: volume.Options{Root: "relative"}}))
 	if err == nil || !strings.Contains(err.Error(), "Root must be an absolute path") {
 		t.Errorf("relative root: %v", err)
+	}
+}
+
+// A resourceFieldRef to a limit the container does not set reads the
+// node's allocatable, in an env var and in a downwardAPI volume alike
+// (before, the agent gave neither the node's figures: both read 0).
+func TestClusterResourceFieldRefDefaultsToAllocatable(t *testing.T) {
+	rt := &providerRuntime{}
+	node := node.Options{Capacity: v1.ResourceList{
+		v1.ResourceCPU:              resource.MustParse("3"),
+		v1.ResourceMemory:           resource.MustParse("5Gi"),
+		v1.ResourceEphemeralStorage: resource.MustParse("7Gi"),
+	}}
+	if _, err := agent.New(agent.Options{Runtime: rt, NodeName: "n", ManifestPath: t.TempDir(),
+		Cluster: &agent.Cluster{Client: fake.NewClientset(), Node: node, Volumes: volume.Options{Root: t.TempDir()}}}); err != nil {
+		t.Fatal(err)
+	}
+	ref := func(res string) *v1.ResourceFieldSelector {
+		return &v1.ResourceFieldSelector{ContainerName: "c", Resource: res}
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1"}, Spec: v1.PodSpec{
+		Volumes: []v1.Volume{{Name: "podinfo", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+			{Path: "cpu_limit", ResourceFieldRef: ref("limits.cpu")},
+			{Path: "memory_limit", ResourceFieldRef: ref("limits.memory")},
+		}}}}},
+		Containers: []v1.Container{{Name: "c",
+			Env: []v1.EnvVar{
+				{Name: "CPU_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: ref("limits.cpu")}},
+				{Name: "MEMORY_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: ref("limits.memory")}},
+				{Name: "STORAGE_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: ref("limits.ephemeral-storage")}},
+			},
+			VolumeMounts: []v1.VolumeMount{{Name: "podinfo", MountPath: "/etc/podinfo"}},
+		}},
+	}}
+	out, err := rt.got.RunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, e := range out.Env {
+		env[e.Name] = e.Value
+	}
+	for name, want := range map[string]string{"CPU_LIMIT": "3", "MEMORY_LIMIT": "5368709120", "STORAGE_LIMIT": "7516192768"} {
+		if env[name] != want {
+			t.Errorf("env %s = %q, want %q", name, env[name], want)
+		}
+	}
+	dir := out.Volumes["podinfo"].HostPath
+	for file, want := range map[string]string{"cpu_limit": "3", "memory_limit": "5368709120"} {
+		if b, err := os.ReadFile(filepath.Join(dir, file)); err != nil || string(b) != want {
+			t.Errorf("file %s = %q (%v), want %q", file, b, err, want)
+		}
 	}
 }

@@ -107,6 +107,32 @@ func (c *Controller) NodeIPs() []string {
 	return out
 }
 
+// Allocatable returns the node's allocatable resources: from the last
+// status written (a Provider may have changed them), or before that as
+// the Controller computes them (the machine's capacity with
+// Options.Capacity and Options.Allocatable over it). It is what the
+// kubelet gives a resourceFieldRef to a limit a container does not set.
+func (c *Controller) Allocatable() v1.ResourceList {
+	c.mu.Lock()
+	if c.node != nil && len(c.node.Status.Allocatable) > 0 {
+		out := c.node.Status.Allocatable.DeepCopy()
+		c.mu.Unlock()
+		return out
+	}
+	c.mu.Unlock()
+	_, alloc := c.resources()
+	return alloc
+}
+
+// resources are the capacity and allocatable the Controller computes.
+func (c *Controller) resources() (capacity, allocatable v1.ResourceList) {
+	capacity = maps.Clone(c.machine.capacity)
+	maps.Copy(capacity, c.opts.Capacity)
+	allocatable = maps.Clone(capacity)
+	maps.Copy(allocatable, c.opts.Allocatable)
+	return capacity, allocatable
+}
+
 // Run registers the Node (retrying with back-off until the API server
 // accepts it), then renews the Lease and reports the status until ctx is
 // done. It returns nil then, once every goroutine it started has returned.

@@ -411,3 +411,29 @@ func TestStatusReadsTheNodeFromItsWatch(t *testing.T) {
 		t.Errorf("%d GETs of the Node to repair it, want none", got-gets)
 	}
 }
+
+// Allocatable is the computed figures before registration, the status
+// written (with the Provider's changes) after it.
+func TestAllocatable(t *testing.T) {
+	h := newHarness(t, func(o *node.Options) {
+		o.Capacity = v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi")}
+		o.Allocatable = v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}
+		o.Provider = node.ProviderFunc(func(_ context.Context, st *v1.NodeStatus) error {
+			st.Allocatable[v1.ResourceMemory] = resource.MustParse("6Gi")
+			return nil
+		})
+	})
+	before := h.c.Allocatable()
+	if q := before[v1.ResourceCPU]; q.Cmp(resource.MustParse("3")) != 0 {
+		t.Errorf("before registration: cpu %v", before)
+	}
+	if q := before[v1.ResourceMemory]; q.Cmp(resource.MustParse("8Gi")) != 0 {
+		t.Errorf("before registration: memory %v", before)
+	}
+	h.start()
+	h.waitRegistered()
+	h.eventually("the Provider's allocatable", 0, func() bool {
+		q := h.c.Allocatable()[v1.ResourceMemory]
+		return q.Cmp(resource.MustParse("6Gi")) == 0
+	})
+}

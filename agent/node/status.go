@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -97,10 +96,7 @@ func (c *Controller) updateStatus(ctx context.Context, force bool) (bool, error)
 // stays the same.
 func (c *Controller) computeStatus(ctx context.Context, prev *v1.NodeStatus) (v1.NodeStatus, error) {
 	now := metav1.NewTime(c.opts.Clock.Now())
-	capacity := maps.Clone(c.machine.capacity)
-	maps.Copy(capacity, c.opts.Capacity)
-	allocatable := maps.Clone(capacity)
-	maps.Copy(allocatable, c.opts.Allocatable)
+	capacity, allocatable := c.resources()
 	addresses := c.opts.Addresses
 	if len(addresses) == 0 {
 		addresses = c.machine.addresses

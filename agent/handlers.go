@@ -100,6 +100,10 @@ func (a *Agent) handlePodUpdates(pods []*v1.Pod) {
 		if a.isRejected(pod) {
 			continue
 		}
+		if a.cluster.volumes != nil {
+			// New labels and annotations reach its downwardAPI files.
+			a.cluster.volumes.UpdatePod(pod)
+		}
 		_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
 		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate, StartTime: now, Pod: pod, MirrorPod: mirror})
 	}

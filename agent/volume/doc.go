@@ -26,7 +26,9 @@
 //     selector metadata.name=NAME (the Node authorizer lets a node read
 //     only those), shared by the pods that use it and stopped with the
 //     last; a change is written as soon as the watch sees it (and every
-//     ResyncInterval). An object deleted while mounted leaves its files
+//     ResyncInterval); a pod's new labels and annotations (UpdatePod)
+//     reach its downwardAPI and projected volumes at once. An object
+//     deleted while mounted leaves its files
 //     as they were. A subPath mount is bound once and not updated, as in
 //     the kubelet;
 //   - service-account tokens (Tokens) through the TokenRequest API, bound

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,10 +70,12 @@ type Manager struct {
 	tokens  *Tokens
 	watcher *objectWatcher
 	kick    chan struct{}
-	locks   dirLocks // one writer per volume folder
+	podKick chan struct{} // a pod's metadata changed (dirty)
+	locks   dirLocks      // one writer per volume folder
 
-	mu   sync.Mutex
-	pods map[types.UID]*podVolumes
+	mu    sync.Mutex
+	pods  map[types.UID]*podVolumes
+	dirty map[types.UID]bool // pods whose volumes UpdatePod asked to rewrite
 }
 
 // podVolumes are the set-up volumes of one pod.
@@ -96,11 +99,13 @@ func New(opts Options) (*Manager, error) {
 		opts.Clock = clock.RealClock{}
 	}
 	m := &Manager{
-		opts:   opts,
-		log:    opts.Logger.WithName("volume"),
-		tokens: NewTokens(opts.Client, opts.Clock),
-		kick:   make(chan struct{}, 1),
-		pods:   map[types.UID]*podVolumes{},
+		opts:    opts,
+		log:     opts.Logger.WithName("volume"),
+		tokens:  NewTokens(opts.Client, opts.Clock),
+		kick:    make(chan struct{}, 1),
+		podKick: make(chan struct{}, 1),
+		pods:    map[types.UID]*podVolumes{},
+		dirty:   map[types.UID]bool{},
 	}
 	m.watcher = &objectWatcher{client: opts.Client, onChange: m.changed, objs: map[objectKey]*watchedObject{}}
 	return m, nil
@@ -110,6 +115,33 @@ func (m *Manager) changed() {
 	select {
 	case m.kick <- struct{}{}:
 	default:
+	}
+}
+
+// UpdatePod gives the Manager a new version of a pod whose volumes it
+// set up (a pod it does not know is ignored). When the pod's labels or
+// annotations changed, its downwardAPI and projected volumes are
+// rewritten soon by Run, as the kubelet remounts them after a pod update.
+// pod must not be changed afterwards.
+func (m *Manager) UpdatePod(pod *v1.Pod) {
+	m.mu.Lock()
+	pv := m.pods[pod.UID]
+	if pv == nil {
+		m.mu.Unlock()
+		return
+	}
+	old := pv.pod
+	pv.pod = pod
+	changed := !maps.Equal(old.Labels, pod.Labels) || !maps.Equal(old.Annotations, pod.Annotations)
+	if changed {
+		m.dirty[pod.UID] = true
+	}
+	m.mu.Unlock()
+	if changed {
+		select {
+		case m.podKick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -257,6 +289,7 @@ func (m *Manager) write(ctx context.Context, pod *v1.Pod, v *v1.Volume, dir stri
 func (m *Manager) TearDown(uid types.UID) error {
 	m.mu.Lock()
 	delete(m.pods, uid)
+	delete(m.dirty, uid)
 	m.mu.Unlock()
 	if s := string(uid); s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\\x00") {
 		return fmt.Errorf("pod UID %q cannot name a folder", uid)
@@ -301,32 +334,40 @@ func (m *Manager) Run(ctx context.Context) error {
 	t := m.opts.Clock.NewTicker(m.opts.ResyncInterval)
 	defer t.Stop()
 	for {
+		all := true
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-m.kick:
 		case <-t.C():
+		case <-m.podKick:
+			all = false
 		}
-		m.resync(ctx)
+		m.resync(ctx, all)
 	}
 }
 
-// resync rewrites every set-up volume whose content changed. A volume
-// whose data cannot be read keeps its files.
-func (m *Manager) resync(ctx context.Context) {
+// resync rewrites the set-up volumes whose content changed: all of them
+// when all, else those of the pods UpdatePod marked. A volume whose data
+// cannot be read keeps its files.
+func (m *Manager) resync(ctx context.Context, all bool) {
 	type item struct {
 		pod *v1.Pod
 		v   *v1.Volume
 	}
 	var items []item
 	m.mu.Lock()
-	for _, pv := range m.pods {
+	for uid, pv := range m.pods {
+		if !all && !m.dirty[uid] {
+			continue
+		}
 		for _, v := range pv.volumes {
-			if v.EmptyDir == nil {
+			if v.EmptyDir == nil && (all || v.DownwardAPI != nil || v.Projected != nil) {
 				items = append(items, item{pv.pod, v})
 			}
 		}
 	}
+	clear(m.dirty)
 	m.mu.Unlock()
 	for _, it := range items {
 		dir, err := m.dir(it.pod.UID, it.v)

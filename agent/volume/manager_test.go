@@ -141,7 +141,7 @@ func TestConfigMapVolumeItemsModesAndUpdates(t *testing.T) {
 		_, err := m.watcher.get(ctx, objectKey{namespace: "ns", name: "cm"}, "u1")
 		return err != nil
 	})
-	m.resync(ctx)
+	m.resync(ctx, true)
 	if got := readFile(t, filepath.Join(pv.HostPath, "a")); got != "new" {
 		t.Errorf("after deletion: %q, want the files kept", got)
 	}
@@ -237,5 +237,42 @@ func TestBadVolumeInput(t *testing.T) {
 	}
 	if _, err := m.SetUp(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "../x"}}, &v1.Volume{Name: "d", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{}}}); err == nil {
 		t.Error("a UID leaving the root was accepted")
+	}
+}
+
+// "should update labels/annotations on modification": a pod's new labels
+// and annotations reach its downwardAPI volume after UpdatePod, without
+// waiting for the resync (the fake clock never ticks here); a pod the
+// Manager does not know is ignored.
+func TestUpdatePodRewritesDownwardAPI(t *testing.T) {
+	ctx := context.Background()
+	m := startManager(t, fake.NewClientset())
+	pod := testPod("u1")
+	pod.Labels = map[string]string{"key1": "value1"}
+	v := &v1.Volume{Name: "podinfo", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+		{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+		{Path: "builder", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.annotations['builder']"}},
+	}}}}
+	pv, err := m.SetUp(ctx, pod, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(pv.HostPath, "labels")); got != `key1="value1"` {
+		t.Fatalf("labels %q", got)
+	}
+	updated := pod.DeepCopy()
+	updated.Labels["key3"] = "value3"
+	updated.Annotations = map[string]string{"builder": "foo"}
+	m.UpdatePod(updated)
+	waitFor(t, "the new labels and annotations", func() bool {
+		return readFile(t, filepath.Join(pv.HostPath, "labels")) == "key1=\"value1\"\nkey3=\"value3\"" &&
+			readFile(t, filepath.Join(pv.HostPath, "builder")) == "foo"
+	})
+	m.UpdatePod(testPod("unknown"))
+	m.mu.Lock()
+	_, known := m.pods["unknown"]
+	m.mu.Unlock()
+	if known {
+		t.Error("UpdatePod of an unknown pod remembered it")
 	}
 }

@@ -28,9 +28,8 @@
 //     last; a change is written as soon as the watch sees it (and every
 //     ResyncInterval); a pod's new labels and annotations (UpdatePod)
 //     reach its downwardAPI and projected volumes at once. An object
-//     deleted while mounted leaves its files
-//     as they were. A subPath mount is bound once and not updated, as in
-//     the kubelet;
+//     deleted while mounted leaves its files as they were. A subPath
+//     mount is bound once and not updated, as in the kubelet;
 //   - service-account tokens (Tokens) through the TokenRequest API, bound
 //     to the pod, with the projection's audience and expirationSeconds,
 //     refreshed once 80 % of their life has passed or after 24 h; ca.crt

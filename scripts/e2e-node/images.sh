@@ -13,7 +13,8 @@
 # binaries they hold in $E2E_CACHE/bin.
 #
 # Images (what the real ones are, and what is here):
-#   busybox:1.37.0-2   the busybox image       Debian's busybox-static, a symlink per applet in /bin
+#   busybox:1.37.0-2   the busybox image       Debian's busybox-static, a symlink per applet in /bin,
+#                                              sh (and bash) Debian's bash-static (see below)
 #   agnhost:2.66.1     alpine + agnhost        busybox rootfs + /agnhost built from test/images/agnhost
 #                      (also tagged 2.55, the suite's "previous" agnhost)
 #   nonroot:1.5        debian-base, USER 1234  busybox rootfs, user 1234
@@ -53,6 +54,22 @@ if [ ! -x "$bin/busybox" ]; then
 		{ rm -rf "$d"; die "apt-get download busybox-static failed"; }
 	dpkg-deb -x "$d"/busybox-static_*.deb "$d/x"
 	cp "$d/x/bin/busybox" "$bin/busybox.tmp" && mv "$bin/busybox.tmp" "$bin/busybox"
+	rm -rf "$d"
+fi
+# Debian's busybox 1.35 ash drops, before it runs a command, the environment
+# variables whose names are not shell names (data-1, p-data-1), so that
+# `sh -c env` does not show what the runtime gave the container; the real
+# image's busybox 1.37 keeps them, and the envFrom specs ([sig-node] Secrets
+# and ConfigMap "should be consumable via the environment", keys data-1 and
+# prefix p-) check exactly that. The busybox image's sh is therefore Debian's
+# bash-static (POSIX mode when run as sh), which keeps them.
+if [ ! -x "$bin/bash-static" ]; then
+	log "fetching Debian's bash-static"
+	d=$(mktemp -d)
+	(cd "$d" && { apt-get download bash-static >/dev/null 2>&1 || { apt-get update -qq && apt-get download bash-static; }; }) >&2 ||
+		{ rm -rf "$d"; die "apt-get download bash-static failed"; }
+	dpkg-deb -x "$d"/bash-static_*.deb "$d/x"
+	cp "$d/x/bin/bash-static" "$bin/bash-static.tmp" && mv "$bin/bash-static.tmp" "$bin/bash-static"
 	rm -rf "$d"
 fi
 gobuild() { # output package
@@ -117,12 +134,18 @@ busybox_rootfs() {
 
 PATHENV='"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"'
 # The archives are rebuilt when this script or a binary changes.
-key=$( (sha256sum "${BASH_SOURCE[0]}" "$bin/busybox" "$bin/agnhost" "$bin/nnp" | cut -d' ' -f1) | sha256sum | cut -c1-16)
+key=$( (sha256sum "${BASH_SOURCE[0]}" "$bin/busybox" "$bin/bash-static" "$bin/agnhost" "$bin/nnp" | cut -d' ' -f1) | sha256sum | cut -c1-16)
 if [ "$(cat "$imgs/key" 2>/dev/null)" != "$key" ]; then
 	log "writing the image archives"
 	w=$(mktemp -d)
 	busybox_rootfs "$w/busybox"
-	oci_archive "$BUSYBOX" "$w/busybox" '{"Env":['"$PATHENV"'],"Cmd":["sh"]}' "$imgs/busybox.tar"
+	# The busybox image alone gets bash-static as sh (see above); the
+	# others keep busybox's.
+	cp -a "$w/busybox" "$w/busybox-sh"
+	rm -f "$w/busybox-sh/bin/bash" "$w/busybox-sh/bin/sh"
+	cp "$bin/bash-static" "$w/busybox-sh/bin/bash"
+	ln -sf bash "$w/busybox-sh/bin/sh"
+	oci_archive "$BUSYBOX" "$w/busybox-sh" '{"Env":['"$PATHENV"'],"Cmd":["sh"]}' "$imgs/busybox.tar"
 
 	cp -a "$w/busybox" "$w/agnhost"
 	cp "$bin/agnhost" "$w/agnhost/agnhost"

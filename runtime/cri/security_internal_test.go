@@ -2,6 +2,7 @@ package cri
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -248,6 +249,22 @@ func TestSubPath(t *testing.T) {
 	}
 	if fi, err := os.Stat(got); err != nil || !fi.IsDir() || got != filepath.Join(vol, "a", "b") {
 		t.Errorf("subPath %q: %v, %v", got, fi, err)
+	}
+	// The folders made have the volume's mode whatever the umask (an
+	// emptyDir's 0777 and setgid: "EmptyDir volumes when FSGroup is
+	// specified nonexistent volume subPath should have the correct mode
+	// and owner using FSGroup"; they were 0755 before).
+	if err := os.Chmod(vol, 0o777|fs.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	got, err = subPath(vol, "c/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Join(vol, "c"), got} {
+		if fi, err := os.Stat(d); err != nil || fi.Mode() != fs.ModeDir|fs.ModeSetgid|0o777 {
+			t.Errorf("%s: %v, %v; want dgrwxrwxrwx", d, fi.Mode(), err)
+		}
 	}
 	if err := os.Symlink("/etc", filepath.Join(vol, "escape")); err != nil {
 		t.Fatal(err)

@@ -300,9 +300,11 @@ func (r *Runtime) setUpVolume(pod *v1.Pod, v *v1.Volume) (string, error) {
 }
 
 // subPath is the folder (or file) sub inside the volume at host, made as a
-// folder with the volume's mode when missing, as the kubelet does. A
-// subPath that resolves outside the volume (through a symbolic link) is
-// refused.
+// folder with the volume's mode when missing, as the kubelet does: each
+// folder it makes gets the volume folder's permission, setuid, setgid
+// and sticky bits whatever the umask (an emptyDir's 0777 and, with an
+// fsGroup, setgid). A subPath that resolves outside the volume (through a
+// symbolic link) is refused.
 func subPath(host, sub string) (string, error) {
 	p := filepath.Join(host, sub)
 	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
@@ -310,8 +312,22 @@ func subPath(host, sub string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if err := os.MkdirAll(p, fi.Mode().Perm()); err != nil {
+		mode := fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+		// The folders to make, outermost first.
+		var missing []string
+		for d := p; d != host && d != filepath.Dir(d); d = filepath.Dir(d) {
+			if _, err := os.Lstat(d); err == nil {
+				break
+			}
+			missing = append([]string{d}, missing...)
+		}
+		if err := os.MkdirAll(p, mode.Perm()); err != nil {
 			return "", err
+		}
+		for _, d := range missing {
+			if err := os.Chmod(d, mode); err != nil {
+				return "", err
+			}
 		}
 	}
 	root, err := filepath.EvalSymlinks(host)

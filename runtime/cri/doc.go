@@ -102,14 +102,17 @@
 //     0777 (group fsGroup and setgid when the pod sets one), kept for the
 //     pod's life and deleted by RemovePod; hostPath is checked against its
 //     type as the kubelet does (DirectoryOrCreate and FileOrCreate create
-//     it). They are CRI mounts with readOnly, subPath and
-//     mountPropagation. Other sources are not mounted: a pod that mounts
+//     it). They are CRI mounts with readOnly, subPath (or subPathExpr,
+//     expanded against the container's environment with the kubelet's
+//     checks: a missing or empty variable, an absolute path or a '..'
+//     keep the container from being created) and mountPropagation.
+//     Other sources are not mounted: a pod that mounts
 //     one in a container is refused, naming the volume's field; one that
 //     only declares it runs, and the UnsupportedPodFields event names it.
 //     The service-account token volume the API server adds to every pod
 //     (kube-api-access-*) is let through unmounted and reported.
-//     emptyDir medium Memory, subPathExpr and recursiveReadOnly Enabled
-//     are refused by name; an emptyDir sizeLimit is reported, not enforced.
+//     emptyDir medium Memory and recursiveReadOnly Enabled are refused
+//     by name; an emptyDir sizeLimit is reported, not enforced.
 //
 // # Hooks and termination messages
 //

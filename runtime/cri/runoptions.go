@@ -99,11 +99,16 @@ type containerRunOptions struct {
 func (r *Runtime) runOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs func() []string) (*containerRunOptions, error) {
 	p := r.optionsProvider()
 	if p == nil {
-		mounts, err := r.volumeMounts(pod, c)
+		envs := specEnv(pod, c)
+		env := make(map[string]string, len(envs))
+		for _, e := range envs {
+			env[e.Key] = string(e.Value)
+		}
+		mounts, err := r.volumeMounts(pod, c, env)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", runtime.ErrFailedPrecondition, err)
 		}
-		return &containerRunOptions{mounts: mounts, envs: specEnv(pod, c), command: c.Command, args: c.Args}, nil
+		return &containerRunOptions{mounts: mounts, envs: envs, command: c.Command, args: c.Args}, nil
 	}
 	var ips []string
 	if podIPs != nil {
@@ -126,7 +131,11 @@ func (r *Runtime) runOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 			}
 		}
 	}
-	mounts, err := r.volumeMountsWith(pod, c, ro.Volumes)
+	env := make(map[string]string, len(ro.Env))
+	for _, e := range ro.Env {
+		env[e.Name] = e.Value
+	}
+	mounts, err := r.volumeMountsWith(pod, c, ro.Volumes, env)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", runtime.ErrFailedPrecondition, err)
 	}

@@ -336,7 +336,7 @@ func TestUnsupportedVolumes(t *testing.T) {
 		{"projected", v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{}}, mount, "spec.volumes[0] (v).projected"},
 		{"memory", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}, mount, "spec.volumes[0] (v).emptyDir.medium"},
 		{"nosuch", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}, []v1.VolumeMount{{Name: "w", MountPath: "/w"}}, "spec.containers[0].volumeMounts[0] (w).name"},
-		{"expr", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}, []v1.VolumeMount{{Name: "v", MountPath: "/v", SubPathExpr: "$(POD)"}}, "spec.containers[0].volumeMounts[0] (v).subPathExpr"},
+		{"expr", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}, []v1.VolumeMount{{Name: "v", MountPath: "/v", SubPath: "x", SubPathExpr: "$(POD)"}}, "spec.containers[0].volumeMounts[0] (v).subPathExpr: subPathExpr and subPath are mutually exclusive"},
 		{"dotdot", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}, []v1.VolumeMount{{Name: "v", MountPath: "/v", SubPath: "../x"}}, "spec.containers[0].volumeMounts[0] (v).subPath"},
 	} {
 		pod := testPod(tc.name, v1.RestartPolicyAlways, v1.Container{Name: "c", VolumeMounts: tc.mounts})
@@ -380,5 +380,60 @@ func TestUnsupportedVolumes(t *testing.T) {
 	}
 	if podStatus(t, rt, hp).FindContainerStatusByName("c") != nil {
 		t.Error("container created with a hostPath of the wrong type")
+	}
+}
+
+// subPathExpr is expanded against the container's environment, with the
+// kubelet's checks and messages ("Variable Expansion should allow
+// substituting values in a volume subpath", "should fail substituting
+// values in a volume subpath with backticks / absolute path"); it was
+// refused before.
+func TestSubPathExpr(t *testing.T) {
+	srv, ep := startFake(t, fakecri.Options{})
+	root := t.TempDir()
+	rt := newRuntime(t, ep, func(o *cri.Options) { o.VolumeRoot = root })
+	pod := func(name, podName string) *v1.Pod {
+		p := testPod(name, v1.RestartPolicyAlways, v1.Container{Name: "c",
+			Env: []v1.EnvVar{
+				{Name: "POD_NAME", Value: podName},
+				{Name: "ANNOTATION", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.annotations['mysubpath']"}}},
+			},
+			VolumeMounts: []v1.VolumeMount{{Name: "workdir1", MountPath: "/subpath_mount", SubPathExpr: "$(ANNOTATION)/$(POD_NAME)"}},
+		})
+		p.Annotations = map[string]string{"mysubpath": "mypath"}
+		p.Spec.Volumes = []v1.Volume{{Name: "workdir1", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+		return p
+	}
+	ok := pod("expr", "foo")
+	if err := rt.SyncPod(ctxT(t), ok, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(root, string(ok.UID), "volumes", "kubernetes.io~empty-dir", "workdir1", "mypath", "foo")
+	mounts := slices.DeleteFunc(configOf(t, srv, rt, ok, "c").GetMounts(), func(m *runtimeapi.Mount) bool {
+		return m.GetContainerPath() == v1.TerminationMessagePathDefault
+	})
+	if len(mounts) != 1 || mounts[0].GetHostPath() != want {
+		t.Errorf("mounts %v, want %s", mounts, want)
+	}
+	if fi, err := os.Stat(want); err != nil || !fi.IsDir() {
+		t.Errorf("subPathExpr folder: %v, %v", fi, err)
+	}
+
+	abs := pod("abs", "/tmp")
+	abs.Spec.Containers[0].VolumeMounts[0].SubPathExpr = "$(POD_NAME)"
+	missing := pod("missing", "foo")
+	missing.Annotations = nil
+	for _, tc := range []struct {
+		pod  *v1.Pod
+		want string
+	}{
+		{pod("dotdot", ".."), "unable to provision SubPath `mypath/..`: must not contain '..'"},
+		{abs, "error SubPath `/tmp` must not be an absolute path"},
+		{missing, "missing value for ANNOTATION"},
+	} {
+		err := rt.SyncPod(ctxT(t), tc.pod, nil)
+		if !errors.Is(err, runtime.ErrFailedPrecondition) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrFailedPrecondition with %q", tc.pod.Name, err, tc.want)
+		}
 	}
 }

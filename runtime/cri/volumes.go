@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podlife/podlife/runtime"
+	"github.com/podlife/podlife/runtime/expansion"
 )
 
 // Volumes.
@@ -137,8 +140,9 @@ func mountedVolumes(pod *v1.Pod) map[string]bool {
 
 // validateVolumes refuses, naming the field, the volumes a container
 // mounts but the adapter cannot mount, and the volume mounts it cannot
-// honour (no such volume, subPathExpr, a subPath that leaves the volume,
-// recursiveReadOnly: Enabled).
+// honour (no such volume, a subPath that leaves the volume, subPath with
+// subPathExpr, recursiveReadOnly: Enabled). A subPathExpr is checked once
+// expanded, when the container is created (mountSubPath).
 func validateVolumes(pod *v1.Pod) []error {
 	var errs []error
 	mounted := mountedVolumes(pod)
@@ -163,8 +167,8 @@ func validateVolumes(pod *v1.Pod) []error {
 				switch {
 				case byName[m.Name] == nil:
 					errs = append(errs, fmt.Errorf("%s.name: no volume %q in spec.volumes", field, m.Name))
-				case m.SubPathExpr != "":
-					errs = append(errs, fmt.Errorf("%s.subPathExpr: not supported by podlife's CRI adapter", field))
+				case m.SubPathExpr != "" && m.SubPath != "":
+					errs = append(errs, fmt.Errorf("%s.subPathExpr: subPathExpr and subPath are mutually exclusive", field))
 				case filepath.IsAbs(m.SubPath) || hasDotDot(m.SubPath):
 					errs = append(errs, fmt.Errorf("%s.subPath: %q must be a relative path without '..'", field, m.SubPath))
 				case m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled:
@@ -207,15 +211,16 @@ func unmountedVolumes(pod *v1.Pod) []string {
 
 // volumeMounts prepares the volumes the container mounts (an emptyDir
 // folder is made, a hostPath checked or created by its type) and returns
-// them as CRI mounts. The service-account token volume is skipped.
-func (r *Runtime) volumeMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error) {
-	return r.volumeMountsWith(pod, c, nil)
+// them as CRI mounts. The service-account token volume is skipped. env
+// is the container's environment, for subPathExpr.
+func (r *Runtime) volumeMounts(pod *v1.Pod, c *v1.Container, env map[string]string) ([]*runtimeapi.Mount, error) {
+	return r.volumeMountsWith(pod, c, nil, env)
 }
 
 // volumeMountsWith is volumeMounts where the volumes in prepared (from a
 // runtime.ContainerOptionsProvider) are bound from their prepared folder
 // instead of being set up here.
-func (r *Runtime) volumeMountsWith(pod *v1.Pod, c *v1.Container, prepared map[string]runtime.PreparedVolume) ([]*runtimeapi.Mount, error) {
+func (r *Runtime) volumeMountsWith(pod *v1.Pod, c *v1.Container, prepared map[string]runtime.PreparedVolume, env map[string]string) ([]*runtimeapi.Mount, error) {
 	var mounts []*runtimeapi.Mount
 	for _, m := range c.VolumeMounts {
 		v := findVolume(pod, m.Name)
@@ -233,9 +238,13 @@ func (r *Runtime) volumeMountsWith(pod *v1.Pod, c *v1.Container, prepared map[st
 		if err != nil {
 			return nil, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
 		}
-		if m.SubPath != "" {
-			if host, err = subPath(host, m.SubPath); err != nil {
-				return nil, fmt.Errorf("volume %q subPath %q: %w", v.Name, m.SubPath, err)
+		sub, err := mountSubPath(m, env)
+		if err != nil {
+			return nil, err
+		}
+		if sub != "" {
+			if host, err = subPath(host, sub); err != nil {
+				return nil, fmt.Errorf("volume %q subPath %q: %w", v.Name, sub, err)
 			}
 		}
 		mounts = append(mounts, &runtimeapi.Mount{
@@ -246,6 +255,36 @@ func (r *Runtime) volumeMountsWith(pod *v1.Pod, c *v1.Container, prepared map[st
 		})
 	}
 	return mounts, nil
+}
+
+// mountSubPath is the subPath of mount m: its subPath, or its
+// subPathExpr with the $(VAR) references expanded against env (the
+// container's environment), with the kubelet's checks and messages: a
+// reference to a variable missing or empty, an absolute path and a '..'
+// element are errors (the container is not created; retried at the next
+// sync, as the kubelet's CreateContainerConfigError).
+func mountSubPath(m v1.VolumeMount, env map[string]string) (string, error) {
+	if m.SubPathExpr == "" {
+		return m.SubPath, nil
+	}
+	missing := map[string]bool{}
+	sub := expansion.Expand(m.SubPathExpr, func(name string) (string, bool) {
+		v := env[name]
+		if v == "" {
+			missing[name] = true
+		}
+		return v, true
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("missing value for %s", strings.Join(slices.Sorted(maps.Keys(missing)), ", "))
+	}
+	if filepath.IsAbs(sub) {
+		return "", fmt.Errorf("error SubPath `%s` must not be an absolute path", sub)
+	}
+	if hasDotDot(sub) {
+		return "", fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", sub)
+	}
+	return sub, nil
 }
 
 func findVolume(pod *v1.Pod, name string) *v1.Volume {

@@ -16,7 +16,9 @@
 //     become visible) with the kubelet's SetVolumeOwnership (Ownership):
 //     files and folders of group fsGroup, r--r----- added to files,
 //     r-xr-x--- and setgid to folders; a memory emptyDir's folder gets
-//     the group and the setgid bit;
+//     the group and the setgid bit (changing a group or an owner needs
+//     root or CAP_CHOWN: without it the volume is not set up, and the
+//     error says why, as in a kubelet);
 //   - secret and projected volumes and memory emptyDirs on a tmpfs: the
 //     root's own file system when it is memory-backed, else a tmpfs the
 //     Manager mounts on the volume's folder (which needs root). When

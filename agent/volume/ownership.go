@@ -34,10 +34,11 @@ const (
 	ownerGroupExec = fs.FileMode(0o110)
 )
 
-// PodOwnership is the Ownership of pod's volumes that are read-only for
-// its containers (configMap, secret, downwardAPI, projected): the pod's
-// fsGroup. fsGroupChangePolicy is not consulted: the kubelet applies it
-// to persistent volumes only, and always changes these recursively.
+// PodOwnership is the Ownership of pod's volumes: the pod's fsGroup;
+// readOnly for the volumes its containers cannot write (configMap,
+// secret, downwardAPI, projected), not for an emptyDir.
+// fsGroupChangePolicy is not consulted: the kubelet applies it to
+// persistent volumes only, and always changes these recursively.
 func PodOwnership(pod *v1.Pod, readOnly bool) Ownership {
 	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
 		g := *sc.FSGroup

@@ -104,7 +104,11 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	if len(pullErrs) > 0 {
 		msg := pullErrorText(pullErrs)
 		r.event(pod, v1.EventTypeWarning, eventFailed, "Failed to pull image %q: %s", c.Image, msg)
-		r.pullBackOff.nextNoted(key, runtime.ErrImagePull.Error()+": "+msg)
+		if ctx.Err() == nil {
+			// A pull cut short by the caller (the pod's sync was
+			// cancelled) says nothing about the image: no back-off.
+			r.pullBackOff.nextNoted(key, runtime.ErrImagePull.Error()+": "+msg)
+		}
 		return nil, startError(c, runtime.ErrImagePull, msg,
 			fmt.Errorf("pull image %q: %w", c.Image, fromGRPC(pullErrs[len(pullErrs)-1])))
 	}

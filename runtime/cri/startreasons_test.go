@@ -280,3 +280,29 @@ func TestCreateAndRunContainerErrors(t *testing.T) {
 		t.Fatalf("container: %+v", cs)
 	}
 }
+
+// A pull cut short because the sync's context ended starts no back-off:
+// the next sync pulls again.
+func TestCancelledPullStartsNoBackOff(t *testing.T) {
+	srv, ep := startFake(t, fakecri.Options{})
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rt := newRuntime(t, ep, func(o *cri.Options) { o.Clock = clk })
+	pod := testPod("cut", v1.RestartPolicyAlways, v1.Container{Name: "c", Image: "slow:1"})
+	removeDelay := srv.Delay("PullImage", time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() { // cancel the sync once its pull has started
+		for srv.CallCount("PullImage") == 0 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	failure(t, rt.SyncPod(ctx, pod, nil), "c", runtime.ErrImagePull)
+	removeDelay()
+	if err := rt.SyncPod(ctxT(t), pod, nil); err != nil {
+		t.Fatalf("SyncPod after a cancelled pull: %v, want a new pull at once", err)
+	}
+	if n := srv.CallCount("PullImage"); n != 2 {
+		t.Fatalf("PullImage called %d times, want 2", n)
+	}
+}

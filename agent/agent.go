@@ -60,10 +60,10 @@ type Agent struct {
 	rejected map[types.UID]AdmitResult
 	// exceeded are pods failed for their active deadline (deadline.go).
 	exceeded map[types.UID]bool
-	// backOffs are, per pod, the containers whose restart the runtime
-	// deferred at the pod's last sync, with the waiting message
-	// (CrashLoopBackOff in the next status).
-	backOffs map[types.UID]map[string]string
+	// pending are, per pod, the containers its last sync could not start:
+	// deferred by the crash-loop back-off or failed with a reason
+	// (syncer.go: noteStartFailures), for the next status.
+	pending map[types.UID]pendingStarts
 	// finishedDeleting are the pods whose final status was published while
 	// they were being deleted (finished.go).
 	finishedDeleting map[types.UID]bool
@@ -103,7 +103,7 @@ func New(opts Options) (*Agent, error) {
 		tracked: map[types.UID]trackedPod{},
 
 		finishedDeleting: map[types.UID]bool{},
-		backOffs:         map[types.UID]map[string]string{},
+		pending:          map[types.UID]pendingStarts{},
 		rejected:         map[types.UID]AdmitResult{},
 		exceeded:         map[types.UID]bool{},
 		forgotten:        map[types.UID]uint64{},

@@ -289,7 +289,7 @@ func (a *Agent) clusterRunners() []namedRunner {
 // forgetStatus tells the status manager that the agent forgot a pod.
 func (a *Agent) forgetStatus(uid types.UID) {
 	a.mu.Lock()
-	delete(a.backOffs, uid)
+	delete(a.pending, uid)
 	a.mu.Unlock()
 	if a.cluster.status != nil {
 		a.cluster.status.Forget(uid)

@@ -98,6 +98,15 @@
 // own with the same recorder, Agent.EventRecorder). The Node's InternalIP
 // becomes the pods' hostIP.
 //
+// A container the runtime could not start (a *runtime.StartError in
+// SyncPod's error: ErrImagePull, ImagePullBackOff,
+// CreateContainerConfigError, RunContainerError, ...) is Waiting with that
+// reason and message in the pod's status, published right after the sync
+// that failed, as a crash-loop back-off is Waiting CrashLoopBackOff (which
+// wins); a later sync that starts it, or no longer tries to, clears it.
+// Such a sync records no FailedSync event: the runtime recorded the
+// kubelet's events for it.
+//
 // # Ownership
 //
 // New builds everything and starts nothing; Run starts every goroutine and

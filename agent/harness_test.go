@@ -179,7 +179,12 @@ func newRuntimeWith(t *testing.T, endpoint string, edit func(*cri.Options)) *cri
 // startAgentWith is startAgent with options changed by edit.
 func startAgentWith(t *testing.T, endpoint, dir string, edit func(*agent.Options)) *runningAgent {
 	t.Helper()
-	rt := newRuntime(t, endpoint)
+	return startAgentOn(t, newRuntime(t, endpoint), dir, edit)
+}
+
+// startAgentOn is startAgentWith over a runtime of the test's making.
+func startAgentOn(t *testing.T, rt *cri.Runtime, dir string, edit func(*agent.Options)) *runningAgent {
+	t.Helper()
 	var err error
 	ra := &runningAgent{rt: &faultyRuntime{Runtime: rt}, reg: prometheus.NewRegistry(), errs: &errorLog{}, done: make(chan error, 1)}
 	opts := agent.Options{

@@ -26,7 +26,8 @@ func (a *Agent) generateStatus(pod *v1.Pod, st *runtime.PodStatus, terminal bool
 	}
 	if !terminal {
 		a.mu.Lock()
-		in.BackOff = a.backOffs[pod.UID]
+		p := a.pending[pod.UID]
+		in.BackOff, in.StartFailures = p.backOff, p.failures
 		a.mu.Unlock()
 	}
 	out := podstatus.Generate(in)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -74,12 +75,21 @@ func (s *syncer) SyncPod(ctx context.Context, updateType podworker.SyncPodType, 
 	if errors.Is(err, runtime.ErrAlreadyExists) {
 		err = a.resyncWithFreshStatus(ctx, pod, err)
 	}
-	a.noteBackOffs(pod.UID, err)
+	changed := a.noteStartFailures(pod.UID, err)
 	if err != nil {
-		if errors.Is(err, runtime.ErrBackOff) {
+		switch {
+		case errors.Is(err, runtime.ErrBackOff):
 			a.event(pod, v1.EventTypeWarning, eventBackOff, "Back-off restarting failed container: %v", err)
-		} else {
+		case onlyStartFailures(err):
+			// The runtime recorded the kubelet's events for each (Failed,
+			// BackOff); the kubelet adds no FailedSync for them either.
+		default:
 			a.event(pod, v1.EventTypeWarning, eventFailedSync, "error syncing pod: %v", err)
+		}
+		if changed {
+			// Show the new reasons now rather than at the next sync (a
+			// back-off period later).
+			a.publishStarted(ctx, pod, mirrorPod)
 		}
 		return false, fmt.Errorf("sync pod %s: %w", podRef(pod), err)
 	}
@@ -270,18 +280,64 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 	return nil
 }
 
-// noteBackOffs remembers which containers of the pod wait for their
-// crash-loop back-off after a sync (none when err has no
-// runtime.BackOffError), for the next status.
-func (a *Agent) noteBackOffs(uid types.UID, err error) {
-	b := runtime.BackOffs(err)
+// pendingStarts are the containers of a pod that its last sync could not
+// start, for its next status (podstatus.Input.BackOff and StartFailures).
+type pendingStarts struct {
+	// backOff: restarts deferred by the crash-loop back-off, with the
+	// waiting message (CrashLoopBackOff).
+	backOff map[string]string
+	// failures: starts that failed, with the kubelet's reason and message
+	// (ErrImagePull, ImagePullBackOff, CreateContainerConfigError, ...).
+	failures map[string]v1.ContainerStateWaiting
+}
+
+// noteStartFailures remembers, from the error of a sync of the pod, which
+// of its containers wait for their crash-loop back-off
+// (runtime.BackOffError) and which failed to start (runtime.StartError),
+// for the next status, as the kubelet's reason cache does. Each sync
+// replaces what the previous one noted: a container it started, or did
+// not try to, shows no reason any more. It reports whether that changed
+// what the status shows.
+func (a *Agent) noteStartFailures(uid types.UID, err error) bool {
+	var p pendingStarts
+	if b := runtime.BackOffs(err); len(b) > 0 {
+		p.backOff = b
+	}
+	if fs := runtime.StartFailures(err); len(fs) > 0 {
+		p.failures = make(map[string]v1.ContainerStateWaiting, len(fs))
+		for name, f := range fs {
+			p.failures[name] = v1.ContainerStateWaiting{Reason: f.ReasonText(), Message: f.Message}
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(b) == 0 {
-		delete(a.backOffs, uid)
-		return
+	old := a.pending[uid]
+	if p.backOff == nil && p.failures == nil {
+		delete(a.pending, uid)
+	} else {
+		a.pending[uid] = p
 	}
-	a.backOffs[uid] = b
+	return !maps.Equal(old.backOff, p.backOff) || !maps.Equal(old.failures, p.failures)
+}
+
+// onlyStartFailures reports whether every error joined in err is about a
+// container that could not start (a runtime.StartError or
+// runtime.BackOffError), nothing else.
+func onlyStartFailures(err error) bool {
+	var branches []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		branches = j.Unwrap()
+	} else {
+		branches = []error{err}
+	}
+	for _, b := range branches {
+		var se *runtime.StartError
+		var be *runtime.BackOffError
+		if !errors.As(b, &se) && !errors.As(b, &be) {
+			return false
+		}
+	}
+	return len(branches) > 0
 }
 
 // podContentRemovable reports whether a terminated pod's containers,

@@ -17,6 +17,13 @@
 // ErrUnknown) together with their own error; classify with errors.Is.
 // IsRetryable groups the classes that go away by themselves.
 //
+// A container that could not be started is reported as a *StartError in
+// SyncPod's error, with the kubelet's waiting reason (ErrImagePull,
+// ImagePullBackOff, CreateContainerConfigError, RunContainerError, ...)
+// and message; StartFailures collects them, as BackOffs collects the
+// crash-loop back-offs (*BackOffError), so that the caller can show them
+// in the container's status.
+//
 // # Relister
 //
 // A Relister is the kubelet's PLEG, simplified: every Interval (default 1s)

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -64,4 +65,25 @@ func ExampleRelister() {
 	// event: uid-1 ContainerStarted
 	// event: uid-1 ContainerStarted
 	// cached: running
+}
+
+// StartFailures finds, in the joined error of a sync, why each container
+// could not start, with the reason and message its status shows; errors.Is
+// classifies them.
+func ExampleStartFailures() {
+	err := errors.Join(
+		fmt.Errorf("container %q: %w", "web", &runtime.StartError{Container: "web", Reason: runtime.ErrImagePullBackOff,
+			Message: `Back-off pulling image "web:1": ErrImagePull: not found`}),
+		fmt.Errorf("container %q: %w", "app", &runtime.StartError{Container: "app", Reason: runtime.ErrCreateContainerConfig,
+			Message: `configmap "settings" not found`, Err: runtime.ErrFailedPrecondition}),
+	)
+	failures := runtime.StartFailures(err)
+	for _, name := range []string{"app", "web"} {
+		fmt.Printf("%s: %s: %s\n", name, failures[name].ReasonText(), failures[name].Message)
+	}
+	fmt.Println(errors.Is(err, runtime.ErrImagePullBackOff), runtime.IsRetryable(err), errors.Is(err, runtime.ErrFailedPrecondition))
+	// Output:
+	// app: CreateContainerConfigError: configmap "settings" not found
+	// web: ImagePullBackOff: Back-off pulling image "web:1": ErrImagePull: not found
+	// true true true
 }

@@ -25,7 +25,9 @@
 //     the newest). A container with no instance yet is Waiting
 //     ContainerCreating, or PodInitializing in a pod with init containers;
 //     one whose restart is deferred is Waiting CrashLoopBackOff with the
-//     runtime's message; a terminated one has reason Completed, Error or the
+//     runtime's message, one whose last start failed is Waiting with that
+//     failure's reason and message (ErrImagePull, ImagePullBackOff,
+//     CreateContainerConfigError, ...; CrashLoopBackOff wins); a terminated one has reason Completed, Error or the
 //     runtime's (OOMKilled) and its termination message.
 //   - phase: getPhase with init containers and sidecars (Pending while
 //     initializing; an init container that failed and may not restart

@@ -102,10 +102,12 @@ func logContainerID(pod *v1.Pod, name string, previous bool) (string, error) {
 		}
 		return runtimeID(last.ContainerID), nil
 	case st.Waiting != nil:
+		// The reasons are those of the runtime's start errors
+		// (runtime.StartError), as the agent puts them in the status.
 		switch st.Waiting.Reason {
-		case "ErrImagePull":
+		case runtime.ErrImagePull.Error():
 			return "", fmt.Errorf("container %q in pod %q is waiting to start: image can't be pulled", name, podName)
-		case "ImagePullBackOff":
+		case runtime.ErrImagePullBackOff.Error():
 			return "", fmt.Errorf("container %q in pod %q is waiting to start: trying and failing to pull image", name, podName)
 		default:
 			return "", fmt.Errorf("container %q in pod %q is waiting to start: %v", name, podName, st.Waiting.Reason)

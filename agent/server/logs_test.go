@@ -7,6 +7,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podlife/podlife/runtime"
 )
 
 var logLines = []string{
@@ -76,6 +81,35 @@ func TestContainerLogsErrors(t *testing.T) {
 	}
 	if code, _ := get(t, "GET", base+"/healthz", "admin"); code != 200 {
 		t.Errorf("healthz with the runtime down: %d", code)
+	}
+}
+
+// A container waiting because its start failed gets the kubelet's answer
+// for the reasons the agent reports (runtime's start errors).
+func TestContainerLogsWaitingReasons(t *testing.T) {
+	w, _ := newWorld(t, logLines...)
+	waiting := func(name string, reason error) v1.ContainerStatus {
+		return v1.ContainerStatus{Name: name, State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reason.Error(), Message: "details"}}}
+	}
+	w.pods = append(w.pods, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "q", UID: "q-uid"},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "pull"}, {Name: "backoff"}, {Name: "config"}}},
+		Status: v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{
+			waiting("pull", runtime.ErrImagePull),
+			waiting("backoff", runtime.ErrImagePullBackOff),
+			waiting("config", runtime.ErrCreateContainerConfig),
+		}},
+	})
+	base, _ := newServer(t, w)
+	for c, want := range map[string]string{
+		"pull":    `container "pull" in pod "q" is waiting to start: image can't be pulled`,
+		"backoff": `container "backoff" in pod "q" is waiting to start: trying and failing to pull image`,
+		"config":  `container "config" in pod "q" is waiting to start: CreateContainerConfigError`,
+	} {
+		code, body := get(t, "GET", base+"/containerLogs/default/q/"+c, "admin")
+		if code != 400 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d %q, want 400 with %q", c, code, body, want)
+		}
 	}
 }
 

@@ -13,7 +13,9 @@ import (
 // backOff is the per-container crash-loop back-off: after a restart at time
 // t, the next restart may happen only once the container has been dead for
 // the current delay; the delay doubles at every restart up to max and is
-// forgotten after 2×max without restarts.
+// forgotten after 2×max without restarts. The image pull back-off is one
+// too, keyed by pod and image, counted from the failed pull (leftAfter)
+// and keeping the pull's error as the entry's note.
 type backOff struct {
 	clock    clock.Clock
 	initial  time.Duration
@@ -26,6 +28,7 @@ type backOff struct {
 type backOffEntry struct {
 	delay      time.Duration
 	lastUpdate time.Time
+	note       string
 }
 
 func newBackOff(c clock.Clock, initial, max time.Duration) *backOff {
@@ -59,8 +62,29 @@ func (b *backOff) waitAt(key string, finishedAt, now time.Time) time.Duration {
 	return 0
 }
 
+// leftAfter returns how much of the delay is left at now, counted from
+// the last next (0: none), and the note recorded with it: the kubelet's
+// IsInBackOffSinceUpdate.
+func (b *backOff) leftAfter(key string, now time.Time) (time.Duration, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.byKey[key]
+	if !ok || now.Sub(e.lastUpdate) > 2*b.max {
+		return 0, ""
+	}
+	if left := e.lastUpdate.Add(e.delay).Sub(now); left > 0 {
+		return left, e.note
+	}
+	return 0, ""
+}
+
 // next records a restart and grows the delay.
 func (b *backOff) next(key string) {
+	b.nextNoted(key, "")
+}
+
+// nextNoted is next, keeping note with the entry (until the next call).
+func (b *backOff) nextNoted(key, note string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now()
@@ -71,7 +95,7 @@ func (b *backOff) next(key string) {
 	default:
 		e.delay = min(2*e.delay, b.max)
 	}
-	e.lastUpdate = now
+	e.lastUpdate, e.note = now, note
 	b.byKey[key] = e
 	b.gcLocked(now)
 }

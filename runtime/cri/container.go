@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -47,27 +48,45 @@ func (r *Runtime) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	return cfg, nil
 }
 
-// startContainer creates and starts one container instance in a sandbox.
+// startContainer creates and starts one container instance in a sandbox,
+// as the kubelet's startContainer does: the image, the container's
+// configuration, CreateContainer, StartContainer, then the postStart
+// handler. A failure is a *runtime.StartError (wrapped, naming container
+// and pod) with the kubelet's reason: those of ensureImage,
+// CreateContainerConfigError (nothing was created: a runAsNonRoot refusal,
+// the options provider's error, a volume that cannot be set up),
+// CreateContainerError, RunContainerError or PostStartHookError; each but
+// the last is also a Failed event "Error: ...", as the kubelet records it.
 func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, restartCount int) error {
+	fail := func(se *runtime.StartError, eventText string) error {
+		r.event(pod, v1.EventTypeWarning, eventFailed, "Error: %s", eventText)
+		return fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), se)
+	}
+	configError := func(err error) error {
+		se := startError(c, runtime.ErrCreateContainerConfig, err.Error(), err)
+		return fail(se, se.Message)
+	}
 	img, err := r.ensureImage(ctx, pod, c, sandboxCfg)
 	if err != nil {
-		return err
+		var se *runtime.StartError
+		if !errors.As(err, &se) {
+			se = startError(c, runtime.ErrImagePull, err.Error(), err)
+		}
+		// As the kubelet: the event names the reason, the status tells more.
+		return fail(se, se.ReasonText())
 	}
 	if img == nil && needsImageUser(effectiveSecurityContext(pod, c)) {
 		// Just pulled: runAsNonRoot needs the image's user.
 		if img, err = r.imageStatus(ctx, pod, c); err != nil {
-			return err
+			return configError(err)
 		}
 	}
 	cfg, err := r.containerConfig(ctx, pod, c, restartCount, img, sandboxID)
 	if err != nil {
-		// The kubelet's CreateContainerConfigError: nothing was created.
-		r.event(pod, v1.EventTypeWarning, eventFailed, "Error: %v", err)
-		return fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err)
+		return configError(err)
 	}
 	if err := r.containerFiles(pod, c, restartCount, cfg); err != nil {
-		r.event(pod, v1.EventTypeWarning, eventFailed, "Error: %v", err)
-		return fmt.Errorf("create container %q of pod %s: %w", c.Name, podRef(pod), err)
+		return configError(err)
 	}
 	cctx, cancel := r.callCtx(ctx, 0)
 	resp, err := r.rs.CreateContainer(cctx, &runtimeapi.CreateContainerRequest{
@@ -77,23 +96,31 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	})
 	cancel()
 	if err != nil {
-		r.event(pod, v1.EventTypeWarning, eventFailed, "Error: %v", err)
-		return fmt.Errorf("create container %q of pod %s: %w", c.Name, podRef(pod), fromGRPC(err))
+		se := startError(c, runtime.ErrCreateContainer, status.Convert(err).Message(), fmt.Errorf("create container: %w", fromGRPC(err)))
+		return fail(se, se.Message)
 	}
 	r.event(pod, v1.EventTypeNormal, eventCreated, "Created container %s", c.Name)
 	id := resp.GetContainerId()
-	if err := r.startCreated(ctx, id); err != nil {
-		return fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), err)
+	if err := r.startCreated(ctx, pod, c.Name, id); err != nil {
+		return err
 	}
 	r.log.V(2).Info("container started", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "container", c.Name, "containerID", id, "restartCount", restartCount)
 	return r.postStart(ctx, pod, c, id, sandboxID)
 }
 
-func (r *Runtime) startCreated(ctx context.Context, id string) error {
+// startCreated starts the created instance id of container name. A
+// failure is a RunContainerError (a *runtime.StartError, wrapped, naming
+// container and pod) and a Failed event "Error: MESSAGE", as in the
+// kubelet.
+func (r *Runtime) startCreated(ctx context.Context, pod *v1.Pod, name, id string) error {
 	cctx, cancel := r.callCtx(ctx, 0)
 	defer cancel()
 	if _, err := r.rs.StartContainer(cctx, &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
-		return fmt.Errorf("start container %q: %w", id, fromGRPC(err))
+		msg := status.Convert(err).Message()
+		r.event(pod, v1.EventTypeWarning, eventFailed, "Error: %s", msg)
+		se := &runtime.StartError{Container: name, Reason: runtime.ErrRunContainer, Message: msg,
+			Err: fmt.Errorf("start container %q: %w", id, fromGRPC(err))}
+		return fmt.Errorf("container %q of pod %s: %w", name, podRef(pod), se)
 	}
 	return nil
 }

@@ -26,6 +26,8 @@ type Runtime struct {
 	rs      runtimeapi.RuntimeServiceClient
 	is      runtimeapi.ImageServiceClient
 	backOff *backOff
+	// pullBackOff is the image pull back-off, per pod and image (image.go).
+	pullBackOff *backOff
 	// janitor deletes the folders of removed pods (trash.go).
 	janitor *janitor
 	// recorder receives events (SetRecorder); nil: none.
@@ -87,13 +89,14 @@ func New(opts Options) (*Runtime, error) {
 		}
 	}
 	r := &Runtime{
-		opts:    opts,
-		log:     opts.Logger.WithName("cri"),
-		conn:    conn,
-		rs:      runtimeapi.NewRuntimeServiceClient(conn),
-		is:      runtimeapi.NewImageServiceClient(conn),
-		backOff: newBackOff(opts.Clock, opts.BackOffInitial, opts.BackOffMax),
-		janitor: newJanitor(opts.VolumeRoot, opts.Logger.WithName("cri"), opts.Clock),
+		opts:        opts,
+		log:         opts.Logger.WithName("cri"),
+		conn:        conn,
+		rs:          runtimeapi.NewRuntimeServiceClient(conn),
+		is:          runtimeapi.NewImageServiceClient(conn),
+		backOff:     newBackOff(opts.Clock, opts.BackOffInitial, opts.BackOffMax),
+		pullBackOff: newBackOff(opts.Clock, opts.ImagePullBackOffInitial, opts.ImagePullBackOffMax),
+		janitor:     newJanitor(opts.VolumeRoot, opts.Logger.WithName("cri"), opts.Clock),
 	}
 	r.SetStarted(opts.Started)
 	if memErr != nil {

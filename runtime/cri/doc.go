@@ -62,6 +62,23 @@
 // runtime.HashContainer of the spec, as after an image change) is replaced.
 // It keeps the newest dead instance of each container and removes older ones.
 //
+// A container that cannot be started gives a *runtime.StartError in
+// SyncPod's joined error, with the kubelet's waiting reason and message
+// (image.go, container.go): InvalidImageName, ImageInspectError,
+// ErrImageNeverPull, ErrImagePull (the message is the runtime's pull
+// error), ImagePullBackOff, CreateContainerConfigError (runAsNonRoot, the
+// options provider's error, a volume), CreateContainerError,
+// RunContainerError, PostStartHookError; the kubelet's events go with
+// them (Failed "Failed to pull image ...", Failed "Error: ErrImagePull",
+// BackOff "Back-off pulling image ...", ...). A failed pull starts a back-off
+// per pod and image (Options.ImagePullBackOffInitial, 10 s doubling to
+// 300 s, on the injected clock): until it expires, syncs do not pull that
+// image for that pod and report ImagePullBackOff ("Back-off pulling image
+// "IMG": ErrImagePull: ..."); the next sync after it pulls again, and the
+// pod starts once a pull succeeds. As in the kubelet, this back-off lives
+// in the executor's image step, not in the plan: the plan says "start",
+// the start reports why it could not.
+//
 // Init containers run first, in order, each to success before the next;
 // a failed one is restarted with the back-off, or, under restartPolicy
 // Never, fails the pod (nothing more starts; the agent's status says
@@ -92,8 +109,8 @@
 //     every container. runAsNonRoot is checked against the runAsUser, else
 //     the image's user (ImageStatus), with the kubelet's messages: a
 //     container that would run as root is not created (a Failed event and
-//     an error wrapping runtime.ErrFailedPrecondition, retried at the next
-//     sync, as the kubelet's CreateContainerConfigError). seccompProfile
+//     a CreateContainerConfigError wrapping runtime.ErrFailedPrecondition,
+//     retried at the next sync, as the kubelet's). seccompProfile
 //     RuntimeDefault, Unconfined or Localhost (under
 //     Options.SeccompProfileRoot) goes to the containers and the sandbox;
 //     none set is Unconfined, the kubelet's default.

@@ -56,6 +56,23 @@ func classOf(c codes.Code) error {
 	}
 }
 
+// classified is cause, classified as class: errors.Is finds both, and its
+// text is cause's alone (a message for the container's status, without
+// the class's words).
+type classified struct{ class, cause error }
+
+func (e *classified) Error() string   { return e.cause.Error() }
+func (e *classified) Unwrap() []error { return []error{e.class, e.cause} }
+
+// failedPrecondition classifies err as runtime.ErrFailedPrecondition,
+// keeping its text.
+func failedPrecondition(err error) error {
+	if err == nil || errors.Is(err, runtime.ErrFailedPrecondition) {
+		return err
+	}
+	return &classified{class: runtime.ErrFailedPrecondition, cause: err}
+}
+
 // ignoreNotFound treats "not found" as done (stopping or removing something
 // that vanished).
 func ignoreNotFound(err error) error {

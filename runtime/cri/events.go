@@ -22,13 +22,20 @@ const (
 	eventCreated     = "Created"
 	eventFailed      = "Failed"
 	eventUnsupported = "UnsupportedPodFields"
+	// eventBackOff: an image pull deferred by its back-off.
+	eventBackOff = "BackOff"
+	// eventInspectFailed: an image name that does not parse, or an image
+	// whose status cannot be read.
+	eventInspectFailed     = "InspectFailed"
+	eventErrImageNeverPull = "ErrImageNeverPull"
 )
 
 // recorderBox holds the recorder, set after New by SetRecorder.
 type recorderBox struct{ rec EventRecorder }
 
 // SetRecorder makes the adapter record the kubelet's container events
-// (Pulling, Pulled, Created, Failed) and a warning about the pod-spec
+// (Pulling, Pulled, BackOff, InspectFailed, ErrImageNeverPull, Created,
+// Failed) and a warning about the pod-spec
 // fields it does not honour, on rec. The agent calls it with its own
 // recorder (agent.Options.Cluster); nil stops the events. It is safe to
 // call at any time.

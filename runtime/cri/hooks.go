@@ -17,6 +17,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podlife/podlife/runtime"
 )
 
 // Lifecycle hooks (postStart, preStop) as the kubelet runs them
@@ -301,8 +303,8 @@ func (r *Runtime) podIP(ctx context.Context, sandboxID string) string {
 }
 
 // postStart runs the container's postStart handler, if any. When it fails
-// the container is killed with the pod's grace period, and the error says
-// PostStartHookError, as the kubelet's does.
+// the container is killed with the pod's grace period, and the error is a
+// *runtime.StartError with reason PostStartHookError, as the kubelet's.
 func (r *Runtime) postStart(ctx context.Context, pod *v1.Pod, c *v1.Container, id, sandboxID string) error {
 	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
 		return nil
@@ -317,7 +319,8 @@ func (r *Runtime) postStart(ctx context.Context, pod *v1.Pod, c *v1.Container, i
 	r.log.Info("postStart hook failed; killing the container", "pod", podRef(pod), "container", c.Name, "containerID", id, "err", err)
 	// Not the message: it may hold secrets (the kubelet's reason too).
 	r.event(pod, v1.EventTypeWarning, eventFailedPostStartHook, "PostStartHook failed")
-	herr := fmt.Errorf("container %q of pod %s: PostStartHookError: %w", c.Name, podRef(pod), err)
+	herr := fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod),
+		&runtime.StartError{Container: c.Name, Reason: runtime.ErrPostStartHook, Message: err.Error(), Err: err})
 	if kerr := r.killOne(ctx, t, preStopOf(c), gracePeriodOf(pod)); kerr != nil {
 		return errors.Join(herr, fmt.Errorf("kill after failed postStart: %w", kerr))
 	}

@@ -35,14 +35,18 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultTimeout           = 2 * time.Minute // the kubelet's --runtime-request-timeout
-	DefaultImagePullTimeout  = 10 * time.Minute
-	DefaultCgroupParent      = "/podlife"
-	DefaultBackOffInitial    = 10 * time.Second
-	DefaultBackOffMax        = 5 * time.Minute
-	DefaultReconnectMaxDelay = 2 * time.Second
-	DefaultGracePeriod       = int64(30) // seconds, when neither pod nor labels say
-	DefaultMaxMessageSize    = 16 << 20  // bytes, the kubelet's CRI client limit
+	DefaultTimeout          = 2 * time.Minute // the kubelet's --runtime-request-timeout
+	DefaultImagePullTimeout = 10 * time.Minute
+	DefaultCgroupParent     = "/podlife"
+	DefaultBackOffInitial   = 10 * time.Second
+	DefaultBackOffMax       = 5 * time.Minute
+	// DefaultImagePullBackOffInitial and DefaultImagePullBackOffMax are the
+	// kubelet's image pull back-off.
+	DefaultImagePullBackOffInitial = 10 * time.Second
+	DefaultImagePullBackOffMax     = 300 * time.Second
+	DefaultReconnectMaxDelay       = 2 * time.Second
+	DefaultGracePeriod             = int64(30) // seconds, when neither pod nor labels say
+	DefaultMaxMessageSize          = 16 << 20  // bytes, the kubelet's CRI client limit
 	// DefaultSeccompProfileRoot is the kubelet's folder of Localhost
 	// seccomp profiles.
 	DefaultSeccompProfileRoot = "/var/lib/kubelet/seccomp"
@@ -81,8 +85,16 @@ type Options struct {
 	// doubles at every restart up to BackOffMax. Defaults 10s and 5m.
 	BackOffInitial time.Duration
 	BackOffMax     time.Duration
-	// Clock paces the crash-loop back-off and times the CRI calls for the
-	// operation metrics. Default: the real clock. (Call deadlines are gRPC
+	// ImagePullBackOffInitial is how long, after a failed pull of an image
+	// for a pod, the pod's syncs do not pull it again (its containers wait
+	// in ImagePullBackOff); it doubles at every failed pull up to
+	// ImagePullBackOffMax, per pod and image, as the kubelet's. Defaults
+	// 10s and 300s.
+	ImagePullBackOffInitial time.Duration
+	ImagePullBackOffMax     time.Duration
+	// Clock paces the crash-loop and image pull back-offs and times the
+	// CRI calls for the operation metrics. Default: the real clock. (Call
+	// deadlines are gRPC
 	// deadlines and use real time.)
 	Clock clock.Clock
 	// Logger. The zero value discards.
@@ -157,6 +169,12 @@ func (o Options) withDefaults() Options {
 	if o.BackOffMax == 0 {
 		o.BackOffMax = DefaultBackOffMax
 	}
+	if o.ImagePullBackOffInitial == 0 {
+		o.ImagePullBackOffInitial = DefaultImagePullBackOffInitial
+	}
+	if o.ImagePullBackOffMax == 0 {
+		o.ImagePullBackOffMax = DefaultImagePullBackOffMax
+	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -185,10 +203,14 @@ func (o Options) validate() error {
 	errs = append(errs, validate.Durations(
 		validate.Field("Timeout", o.Timeout), validate.Field("ImagePullTimeout", o.ImagePullTimeout),
 		validate.Field("ReconnectMaxDelay", o.ReconnectMaxDelay),
-		validate.Field("BackOffInitial", o.BackOffInitial), validate.Field("BackOffMax", o.BackOffMax))...)
+		validate.Field("BackOffInitial", o.BackOffInitial), validate.Field("BackOffMax", o.BackOffMax),
+		validate.Field("ImagePullBackOffInitial", o.ImagePullBackOffInitial), validate.Field("ImagePullBackOffMax", o.ImagePullBackOffMax))...)
 	errs = append(errs, validate.NonNegative(validate.Field("MaxMessageSize", o.MaxMessageSize))...)
 	if o.BackOffMax < o.BackOffInitial {
 		errs = append(errs, fmt.Errorf("BackOffMax (%s) must not be below BackOffInitial (%s)", o.BackOffMax, o.BackOffInitial))
+	}
+	if o.ImagePullBackOffMax < o.ImagePullBackOffInitial {
+		errs = append(errs, fmt.Errorf("ImagePullBackOffMax (%s) must not be below ImagePullBackOffInitial (%s)", o.ImagePullBackOffMax, o.ImagePullBackOffInitial))
 	}
 	if !strings.HasPrefix(o.CgroupParent, "/") {
 		errs = append(errs, fmt.Errorf("CgroupParent must be an absolute cgroupfs path, got %q", o.CgroupParent))

@@ -2,7 +2,6 @@ package cri
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -106,7 +105,7 @@ func (r *Runtime) runOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		}
 		mounts, err := r.volumeMounts(pod, c, env)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", runtime.ErrFailedPrecondition, err)
+			return nil, failedPrecondition(err)
 		}
 		return &containerRunOptions{mounts: mounts, envs: envs, command: c.Command, args: c.Args}, nil
 	}
@@ -116,10 +115,7 @@ func (r *Runtime) runOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 	ro, err := p.RunContainerOptions(ctx, pod, c, ips)
 	if err != nil {
-		if !errors.Is(err, runtime.ErrFailedPrecondition) {
-			err = fmt.Errorf("%w: %w", runtime.ErrFailedPrecondition, err)
-		}
-		return nil, err
+		return nil, failedPrecondition(err)
 	}
 	if ro == nil {
 		ro = &runtime.RunContainerOptions{}
@@ -127,7 +123,7 @@ func (r *Runtime) runOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	for _, m := range c.VolumeMounts {
 		if v := findVolume(pod, m.Name); v != nil && p.HandlesVolume(v) {
 			if _, ok := ro.Volumes[m.Name]; !ok {
-				return nil, fmt.Errorf("%w: volume %q: not prepared by the container options provider", runtime.ErrFailedPrecondition, m.Name)
+				return nil, failedPrecondition(fmt.Errorf("volume %q: not prepared by the container options provider", m.Name))
 			}
 		}
 	}
@@ -137,7 +133,7 @@ func (r *Runtime) runOptions(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 	mounts, err := r.volumeMountsWith(pod, c, ro.Volumes, env)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", runtime.ErrFailedPrecondition, err)
+		return nil, failedPrecondition(err)
 	}
 	out := &containerRunOptions{mounts: mounts, command: ro.Command, args: ro.Args}
 	for _, e := range ro.Env {

@@ -15,6 +15,12 @@ func podRef(pod *v1.Pod) string {
 	return fmt.Sprintf("%s/%s (%s)", pod.Namespace, pod.Name, pod.UID)
 }
 
+// kubeletPodName names a pod as the kubelet's messages do:
+// "NAME_NAMESPACE(UID)".
+func kubeletPodName(pod *v1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
 func (r *Runtime) usesNodeNetwork(pod *v1.Pod) bool {
 	return r.opts.NetworkMode == NetworkModeNode || pod.Spec.HostNetwork
 }

@@ -7,8 +7,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/podlife/podlife/runtime"
 )
 
 // effectiveSecurityContext is the container's security context over the
@@ -70,7 +68,7 @@ func verifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, sc *v1.SecurityContext, im
 	default:
 		return nil
 	}
-	return fmt.Errorf("%s (pod: %q, container: %s): %w", msg, podRef(pod), c.Name, runtime.ErrFailedPrecondition)
+	return failedPrecondition(fmt.Errorf("%s (pod: %q, container: %s)", msg, kubeletPodName(pod), c.Name))
 }
 
 // containerSecurityContext maps the container's effective security context

@@ -154,8 +154,8 @@ func (x *stepRunner) run(ctx context.Context, s containerStep) []error {
 	case actNone, actKeep, actWait:
 		return nil
 	case actStartCreated:
-		if err := r.startCreated(ctx, s.CreatedID); err != nil {
-			return wrap(err)
+		if err := r.startCreated(ctx, pod, s.Name, s.CreatedID); err != nil {
+			return []error{err}
 		}
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/podlife/podlife/agent/credentials"
 	"github.com/podlife/podlife/agent/envvars"
 	"github.com/podlife/podlife/agent/events"
 	"github.com/podlife/podlife/agent/node"
@@ -218,8 +219,9 @@ func (a *Agent) newCluster() error {
 }
 
 // newContainerOptions gives the runtime, when it takes one, the provider
-// of cluster-made container options: the volume manager's volumes and
-// envvars' environment.
+// of cluster-made container options: the volume manager's volumes,
+// envvars' environment and the image pull credentials of the pods'
+// imagePullSecrets.
 func (a *Agent) newContainerOptions() error {
 	c, opts := a.opts.Cluster, a.opts
 	setter, ok := opts.Runtime.(interface {
@@ -251,8 +253,13 @@ func (a *Agent) newContainerOptions() error {
 		Recorder: opts.Recorder,
 		Logger:   opts.Logger.WithName("envvars"),
 	})
+	creds := credentials.New(credentials.Options{
+		Secrets:  credentials.ClientSecrets{Client: c.Client},
+		Recorder: opts.Recorder,
+		Logger:   opts.Logger.WithName("credentials"),
+	})
 	a.cluster.volumes = mgr
-	setter.SetContainerOptionsProvider(volume.Provider{Volumes: mgr, Env: env})
+	setter.SetContainerOptionsProvider(volume.Provider{Volumes: mgr, Env: env, Credentials: creds})
 	return nil
 }
 

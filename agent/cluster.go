@@ -63,9 +63,10 @@ type Cluster struct {
 	// secret, downwardAPI and projected volumes and memory emptyDirs, set
 	// up for the runtime when it takes a container options provider
 	// (runtime/cri's SetContainerOptionsProvider), together with the
-	// environment of agent/envvars. Client, Logger and Clock are the
-	// agent's unless set here; Root defaults to
-	// os.TempDir()/podlife-pod-volumes.
+	// environment of agent/envvars and the image pull credentials of the
+	// pods' imagePullSecrets (agent/credentials: a GET of each Secret at
+	// each pull, with Client). Client, Logger and Clock are the agent's
+	// unless set here; Root defaults to os.TempDir()/podlife-pod-volumes.
 	Volumes volume.Options
 	// SkipContainerOptions leaves the runtime without a container options
 	// provider: pods run with what their spec alone describes, as without

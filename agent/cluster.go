@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/podlife/podlife/agent/credentials"
 	"github.com/podlife/podlife/agent/envvars"
 	"github.com/podlife/podlife/agent/events"
 	"github.com/podlife/podlife/agent/node"
@@ -62,10 +63,12 @@ type Cluster struct {
 	// secret, downwardAPI and projected volumes and memory emptyDirs, set
 	// up for the runtime when it takes a container options provider
 	// (runtime/cri's SetContainerOptionsProvider), together with the
-	// environment of agent/envvars. Client, Logger and Clock are the
-	// agent's unless set here; Root defaults to
-	// os.TempDir()/podlife-pod-volumes; Allocatable (also the
-	// environment's) to the node controller's Allocatable.
+	// environment of agent/envvars and the image pull credentials of the
+	// pods' imagePullSecrets (agent/credentials: a GET of each Secret at
+	// each pull, with Client). Client, Logger and Clock are the agent's
+	// unless set here; Root defaults to os.TempDir()/podlife-pod-volumes;
+	// Allocatable (also the environment's) to the node controller's
+	// Allocatable.
 	Volumes volume.Options
 	// SkipContainerOptions leaves the runtime without a container options
 	// provider: pods run with what their spec alone describes, as without
@@ -219,8 +222,9 @@ func (a *Agent) newCluster() error {
 }
 
 // newContainerOptions gives the runtime, when it takes one, the provider
-// of cluster-made container options: the volume manager's volumes and
-// envvars' environment.
+// of cluster-made container options: the volume manager's volumes,
+// envvars' environment and the image pull credentials of the pods'
+// imagePullSecrets.
 func (a *Agent) newContainerOptions() error {
 	c, opts := a.opts.Cluster, a.opts
 	setter, ok := opts.Runtime.(interface {
@@ -263,8 +267,13 @@ func (a *Agent) newContainerOptions() error {
 		Recorder:    opts.Recorder,
 		Logger:      opts.Logger.WithName("envvars"),
 	})
+	creds := credentials.New(credentials.Options{
+		Secrets:  credentials.ClientSecrets{Client: c.Client},
+		Recorder: opts.Recorder,
+		Logger:   opts.Logger.WithName("credentials"),
+	})
 	a.cluster.volumes = mgr
-	setter.SetContainerOptionsProvider(volume.Provider{Volumes: mgr, Env: env})
+	setter.SetContainerOptionsProvider(volume.Provider{Volumes: mgr, Env: env, Credentials: creds})
 	return nil
 }
 

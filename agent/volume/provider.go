@@ -12,11 +12,19 @@ import (
 
 // Provider is the runtime.ContainerOptionsProvider of a node with an API
 // server: the volumes of Volumes, the environment of Env, expanded
-// command and args. Image pull credentials are not given yet (anonymous
-// pulls).
+// command and args, and the image pull credentials of Credentials.
 type Provider struct {
 	Volumes *Manager
 	Env     *envvars.Resolver
+	// Credentials gives the image pull credentials of a pod (its
+	// imagePullSecrets: agent/credentials.Provider). Nil: anonymous pulls.
+	Credentials ImageCredentials
+}
+
+// ImageCredentials gives the credentials to try, in order, to pull an
+// image for a pod (agent/credentials.Provider has this method).
+type ImageCredentials interface {
+	ImagePullCredentials(ctx context.Context, pod *v1.Pod, image string) ([]runtime.ImageAuth, error)
 }
 
 var _ runtime.ContainerOptionsProvider = Provider{}
@@ -59,8 +67,11 @@ func (p Provider) RunContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Co
 	return out, nil
 }
 
-// ImagePullCredentials implements runtime.ContainerOptionsProvider: none
-// yet (imagePullSecrets are not read).
-func (p Provider) ImagePullCredentials(context.Context, *v1.Pod, string) ([]runtime.ImageAuth, error) {
-	return nil, nil
+// ImagePullCredentials implements runtime.ContainerOptionsProvider: those
+// of Credentials, none without it.
+func (p Provider) ImagePullCredentials(ctx context.Context, pod *v1.Pod, image string) ([]runtime.ImageAuth, error) {
+	if p.Credentials == nil {
+		return nil, nil
+	}
+	return p.Credentials.ImagePullCredentials(ctx, pod, image)
 }

@@ -64,3 +64,27 @@ func TestProviderRunContainerOptions(t *testing.T) {
 		t.Errorf("missing volume: %v", err)
 	}
 }
+
+type fixedCredentials []runtime.ImageAuth
+
+func (f fixedCredentials) ImagePullCredentials(_ context.Context, _ *v1.Pod, image string) ([]runtime.ImageAuth, error) {
+	if image != "registry.example.com/app" {
+		return nil, errors.New("unexpected image " + image)
+	}
+	return f, nil
+}
+
+func TestProviderImagePullCredentials(t *testing.T) {
+	ctx := context.Background()
+	if got, err := (Provider{}).ImagePullCredentials(ctx, testPod("u1"), "registry.example.com/app"); err != nil || got != nil {
+		t.Errorf("without Credentials: %v, %v; want none", got, err)
+	}
+	want := []runtime.ImageAuth{{Username: "u", Password: "p"}}
+	got, err := Provider{Credentials: fixedCredentials(want)}.ImagePullCredentials(ctx, testPod("u1"), "registry.example.com/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("credentials (-want +got):\n%s", d)
+	}
+}

@@ -39,10 +39,16 @@
 #                 address (no default route in pods, no masquerade), so a
 #                 node agent on the host can probe pods and run httpGet hooks
 #                 at their IPs, as a kubelet does
+#   CRI_INSECURE_REGISTRIES  registries (host:port, space- or comma-separated)
+#                 pulled from over plain HTTP, through a hosts.toml each in
+#                 CRI_DIR/hosts.d (the CRI plugin's registry config_path);
+#                 default "127.0.0.1:15000", scripts/registry's default.
+#                 containerd also takes any other 127.0.0.1/localhost
+#                 registry with a port other than 443 as plain HTTP by itself
 #
 # Files in CRI_DIR: containerd.sock (CRI and containerd API), containerd.pid,
-# containerd.log, config.toml, env (KEY=value lines for tests to source),
-# build/pause.tar (the image), and owned.* markers for stop.sh.
+# containerd.log, config.toml, hosts.d/, env (KEY=value lines for tests to
+# source), build/pause.tar (the image), and owned.* markers for stop.sh.
 set -euo pipefail
 
 CRI_DIR=${CRI_DIR:-/tmp/podlife-cri}
@@ -54,6 +60,7 @@ CRI_CNI=${CRI_CNI:-0}
 CRI_CNI_SUBNET=${CRI_CNI_SUBNET:-10.88.0.0/24}
 CRI_BRIDGE=${CRI_BRIDGE:-podlife0}
 CRI_CNI_GATEWAY=${CRI_CNI_GATEWAY:-0}
+CRI_INSECURE_REGISTRIES=${CRI_INSECURE_REGISTRIES-127.0.0.1:15000}
 
 SOCK=$CRI_DIR/containerd.sock
 PIDFILE=$CRI_DIR/containerd.pid
@@ -474,6 +481,22 @@ if [ "$CRI_CNI" = 1 ]; then
 EOF
 fi
 
+# Plain-HTTP registries: one hosts.toml per host:port (containerd reads
+# them at each pull; a change needs no restart).
+rm -rf "$CRI_DIR/hosts.d"
+mkdir -p "$CRI_DIR/hosts.d"
+for reg in ${CRI_INSECURE_REGISTRIES//,/ }; do
+	case $reg in */* | *[!A-Za-z0-9.:_-]*) die "CRI_INSECURE_REGISTRIES: bad entry '$reg' (want host:port)" ;; esac
+	mkdir -p "$CRI_DIR/hosts.d/$reg"
+	cat >"$CRI_DIR/hosts.d/$reg/hosts.toml" <<EOF
+server = "http://$reg"
+
+[host."http://$reg"]
+  capabilities = ["pull", "resolve"]
+  skip_verify = true
+EOF
+done
+
 # Settings that matter here, both flavors:
 #  - restrict_oom_score_adj: root on these machines lacks CAP_SYS_RESOURCE, so
 #    runc cannot write the sandbox's oom_score_adj of -998 ("can't get final
@@ -495,6 +518,8 @@ state = "$CRI_DIR/state"
     snapshotter = "$SNAP"
     [plugins."io.containerd.cri.v1.images".pinned_images]
       sandbox = "$CRI_PAUSE_IMAGE"
+    [plugins."io.containerd.cri.v1.images".registry]
+      config_path = "$CRI_DIR/hosts.d"
   [plugins."io.containerd.cri.v1.runtime"]
     restrict_oom_score_adj = true
     netns_mounts_under_state_dir = true
@@ -547,6 +572,8 @@ state = "$CRI_DIR/state"
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "/usr/lib/cni"
       conf_dir = "$CRI_DIR/cni"
+    [plugins."io.containerd.grpc.v1.cri".registry]
+      config_path = "$CRI_DIR/hosts.d"
   [plugins."io.containerd.internal.v1.opt"]
     path = "$CRI_DIR/opt"
 EOF

@@ -43,6 +43,8 @@ type debugNode struct {
 	// ns is the test's namespace; kc the admin kubeconfig.
 	ns string
 	kc string
+	// msStarted is when startMetricsServer started metrics-server.
+	msStarted time.Time
 }
 
 // startDebugNode brings up the test host's address, runs nodeagent as
@@ -179,6 +181,7 @@ func (d *debugNode) startMetricsServer(t *testing.T) string {
 		"MS_RESOLUTION="+metricsResolution.String(), "MS_NODE_SELECTOR="+v1.LabelHostname+"="+d.node)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	d.msStarted = time.Now()
 	if _, err := cmd.Output(); err != nil {
 		log, _ := os.ReadFile(filepath.Join(d.api.Dir, "metrics-server.log"))
 		t.Fatalf("metrics-server/start.sh: %v: %s\nlog:\n%s", err, stderr.String(), log)
@@ -276,8 +279,9 @@ func (d *debugNode) portForward(t *testing.T, pod string, remote int, want strin
 // the API server's node proxy (`kubectl get --raw
 // /api/v1/nodes/N/proxy/...`): the summary lists every running pod of the
 // node with CPU and memory figures, and the node's; each container of busy
-// ("pod/container", in the test's namespace) has used some CPU and
-// memory.
+// ("pod/container", in the test's namespace; running ones: a container
+// between two restarts is listed without figures, as by the kubelet) has
+// used some CPU and memory.
 func (d *debugNode) checkNodeProxy(t *testing.T, busy ...string) {
 	t.Helper()
 	ctx := context.Background()
@@ -314,11 +318,6 @@ func (d *debugNode) checkNodeProxy(t *testing.T, busy ...string) {
 			t.Errorf("summary: running pod %s/%s missing: %s", p.Namespace, p.Name, out)
 		case ps.CPU == nil || ps.CPU.UsageCoreNanoSeconds == nil || ps.Memory == nil || ps.Memory.WorkingSetBytes == nil:
 			t.Errorf("summary: pod %s/%s without CPU or memory: %s", p.Namespace, p.Name, out)
-		}
-		for _, c := range ps.Containers {
-			if c.CPU == nil || c.Memory == nil {
-				t.Errorf("summary: container %s of %s/%s without CPU or memory: %s", c.Name, p.Namespace, p.Name, out)
-			}
 		}
 	}
 	if running == 0 {
@@ -372,8 +371,8 @@ const topTimeout = 90 * time.Second
 
 // checkTop waits until `kubectl top node` shows the node's figures and
 // `kubectl top pod` those of each of pods, then checks that metrics-server
-// logged no scrape failure. It returns how long `kubectl top` took to
-// answer.
+// logged no scrape failure. It returns how long after metrics-server's
+// start `kubectl top` answered.
 func (d *debugNode) checkTop(t *testing.T, msLog string, pods ...string) time.Duration {
 	t.Helper()
 	start := time.Now()
@@ -389,7 +388,7 @@ func (d *debugNode) checkTop(t *testing.T, msLog string, pods ...string) time.Du
 				}
 			}
 			if code == 0 && ok(rows) {
-				t.Logf("kubectl %s after %v:\n%s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), out)
+				t.Logf("kubectl %s, %v after metrics-server's start:\n%s", strings.Join(args, " "), time.Since(d.msStarted).Round(time.Millisecond), out)
 				return
 			}
 			if time.Now().After(deadline) {
@@ -414,7 +413,7 @@ func (d *debugNode) checkTop(t *testing.T, msLog string, pods ...string) time.Du
 		}
 		return true
 	}, "top", "pod", "--no-headers")
-	took := time.Since(start)
+	took := time.Since(d.msStarted)
 
 	log, err := os.ReadFile(msLog)
 	if err != nil {

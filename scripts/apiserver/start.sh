@@ -26,7 +26,15 @@
 # - the controllers: service accounts and namespaces are made, a Node whose
 #   Ready condition or Lease goes stale is tainted and its pods are evicted
 #   (node lifecycle controller), mirror pods of a deleted Node are collected;
-# - the scheduler: pods without spec.nodeName are placed on Ready nodes.
+# - the scheduler: pods without spec.nodeName are placed on Ready nodes;
+# - the node proxy (kubectl logs/exec/port-forward, get --raw
+#   /api/v1/nodes/N/proxy/...) dials a Node's InternalIP first, then
+#   ExternalIP, then Hostname (--kubelet-preferred-address-types, as kubeadm
+#   sets it: the host name here resolves to a loopback address), and refuses
+#   a loopback one; aggregated APIs (metrics-server) are dialed at their
+#   Service's endpoint (--enable-aggregator-routing), which may not be a
+#   loopback address either: scripts/testhost/up.sh gives this machine an
+#   address for both.
 # No Node object is created: registering it is the node agent's job.
 #
 # Environment (all optional):
@@ -202,6 +210,7 @@ start kube-apiserver "$BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETC
 	--service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.96.0.0/24 \
 	--allow-privileged=true \
 	--kubelet-client-certificate kubelet-client.crt --kubelet-client-key kubelet-client.key \
+	--kubelet-preferred-address-types InternalIP,ExternalIP,Hostname \
 	--requestheader-client-ca-file front-proxy-ca.crt --requestheader-allowed-names front-proxy-client \
 	--requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
 	--requestheader-extra-headers-prefix X-Remote-Extra- \

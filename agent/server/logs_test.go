@@ -138,10 +138,12 @@ func TestContainerLogsFollow(t *testing.T) {
 			writeLines(t, path, fmt.Sprintf("%s stdout F line %d", time.Unix(int64(i), 0).UTC().Format(time.RFC3339Nano), i+1))
 		}
 	}
-	// The container stops: the reader sees it at its next wake-up (a
-	// write, or its one-second check) and ends the response.
-	w.setRunning("c1", false)
+	// The container writes its last line and stops: the reader reads the
+	// line, then sees the stop at its one-second check and ends the
+	// response. (Stopping first let a check that fell between the stop and
+	// the write end the response without the line: it failed under load.)
 	writeLines(t, path, "2026-01-01T00:01:00.000000000Z stdout F last")
+	w.setRunning("c1", false)
 	var rest []string
 	for sc.Scan() {
 		rest = append(rest, sc.Text())

@@ -26,6 +26,15 @@ func (h *harness) isHeld(uid types.UID) bool {
 	return ok && !e.holdUntil.IsZero() && !e.queued && !e.inFlight
 }
 
+// holdArmed waits until the dispatcher has armed the timer for the end of
+// a hold: the reconcile ticker is always waiting, the hold's timer is the
+// second waiter. Stepping the clock before that would move the hold's end
+// later (the timer is armed from the stepped time): failed once in CI.
+func (h *harness) holdArmed() {
+	h.t.Helper()
+	h.eventually("hold timer armed", func() bool { return h.clock.Waiters() == 2 })
+}
+
 // starting is the status the agent records before it starts a pod's
 // containers: Pending, every container waiting.
 func starting() v1.PodStatus {
@@ -74,6 +83,7 @@ func TestHeldStartingStatusWrittenWhenTheHoldEnds(t *testing.T) {
 	ctx := context.Background()
 	_ = h.m.SetPodStatus(ctx, pod, nil, starting())
 	// Another status recorded while held does not move the hold's end.
+	h.holdArmed()
 	h.clock.Step(DefaultHoldTransient / 2)
 	_ = h.m.SetPodStatus(ctx, pod, nil, starting())
 	if !h.isHeld(pod.UID) {
@@ -129,6 +139,7 @@ func TestHeldTerminalStatusWrittenWithoutPhaseWhenTheHoldEnds(t *testing.T) {
 	if !h.isHeld(pod.UID) {
 		t.Fatal("not held")
 	}
+	h.holdArmed()
 	h.clock.Step(DefaultHoldTransient)
 	h.settle()
 	if n := h.count("patch/status"); n != 2 {

@@ -95,7 +95,7 @@ api() { API_DIR=$E2E_API_DIR API_PORT=$E2E_API_PORT ETCD_PORT=$E2E_ETCD_PORT API
 agent_pid=$E2E_DIR/nodeagent.pid
 ginkgo_pid=""
 is_ours() { # pid binary -> true if pid runs that binary of ours
-	[ -n "${1:-}" ] && [ -r "/proc/$1/cmdline" ] && [[ $(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null) == "$2 "* ]]
+	[ -n "${1:-}" ] && [ -r "/proc/$1/cmdline" ] && [[ $( { tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null) == "$2 "* ]]
 }
 stop_pid() { # pid binary
 	is_ours "$1" "$2" || return 0

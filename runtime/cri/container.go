@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/status"
@@ -23,9 +24,17 @@ func (r *Runtime) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err := verifyRunAsNonRoot(pod, c, effectiveSecurityContext(pod, c), img); err != nil {
 		return nil, err
 	}
-	ro, err := r.runOptions(ctx, pod, c, func() []string { return r.sandboxIPs(ctx, sandboxID) })
+	podIPs := sync.OnceValue(func() []string { return r.sandboxIPs(ctx, sandboxID) })
+	ro, err := r.runOptions(ctx, pod, c, podIPs)
 	if err != nil {
 		return nil, err
+	}
+	hosts, err := r.hostsMount(pod, c, podIPs)
+	if err != nil {
+		return nil, failedPrecondition(err)
+	}
+	if hosts != nil {
+		ro.mounts = append(ro.mounts, hosts)
 	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
@@ -172,6 +181,7 @@ func validatePod(pod *v1.Pod) error {
 	}
 	errs = append(errs, validateContainerFields(pod)...)
 	errs = append(errs, validateSecurity(pod)...)
+	errs = append(errs, validateHostFields(pod)...)
 	errs = append(errs, validateVolumes(pod)...)
 	seen := map[string]bool{}
 	for i, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -29,8 +30,8 @@ import (
 // under VolumeRoot, the main container writes next to it through ExecSync,
 // the kernel holds the container to 64Mi (its memory cgroup's limit) with
 // the kubelet's OOM score adjustment, the pod's RuntimeDefault seccomp
-// profile and its fsGroup and supplemental group, and RemovePod deletes the
-// folder.
+// profile, its fsGroup and supplemental group, its sysctl and its managed
+// /etc/hosts with hostAliases, and RemovePod deletes the folder.
 func TestRealRuntimeMemoryLimitAndEmptyDir(t *testing.T) {
 	root := t.TempDir()
 	const nodeMemory = 8 << 30
@@ -47,7 +48,9 @@ func TestRealRuntimeMemoryLimitAndEmptyDir(t *testing.T) {
 		Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")}}}}
 	fsGroup := int64(2000)
 	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &fsGroup, SupplementalGroups: []int64{3000},
-		SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}
+		SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault},
+		Sysctls:        []v1.Sysctl{{Name: "kernel/shm_rmid_forced", Value: "1"}}}
+	pod.Spec.HostAliases = []v1.HostAlias{{IP: "123.45.67.89", Hostnames: []string{"foo.remote", "bar.remote"}}}
 	cleanupPod(t, rt, pod)
 
 	var main *runtime.ContainerStatus
@@ -111,6 +114,22 @@ func TestRealRuntimeMemoryLimitAndEmptyDir(t *testing.T) {
 	}
 	if fi, err := os.Stat(dir); err != nil || fi.Mode()&os.ModeSetgid == 0 {
 		t.Errorf("emptyDir with fsGroup: %v, %v", fi, err)
+	}
+
+	// The managed /etc/hosts (the pod is on the node's network: the
+	// node's file, then the aliases), and the pod's sysctl in its IPC
+	// namespace (the node's keeps its own value).
+	node, err := os.ReadFile("/etc/hosts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHosts := "# Kubernetes-managed hosts file (host network).\n" + string(node) + "\n# Entries added by HostAliases.\n123.45.67.89\tfoo.remote\tbar.remote\n"
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/root/etc/hosts", pid)); err != nil || string(b) != wantHosts {
+		t.Errorf("/etc/hosts of main: %q, %v; want %q", b, err, wantHosts)
+	}
+	out, err := exec.CommandContext(ctx, "nsenter", "--ipc=/proc/"+strconv.Itoa(pid)+"/ns/ipc", "cat", "/proc/sys/kernel/shm_rmid_forced").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "1" {
+		t.Errorf("kernel.shm_rmid_forced in main's IPC namespace: %q, %v; want 1", out, err)
 	}
 
 	killAndRemove(ctx, t, rt, pod)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -184,20 +186,38 @@ func TestFromGRPC(t *testing.T) {
 }
 
 func TestSandboxConfig(t *testing.T) {
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", UID: "u"}}
-	node := &Runtime{opts: Options{CgroupParent: "/podlife"}}
-	cfg := node.sandboxConfig(pod, 3)
-	if cfg.Hostname != "" || cfg.Linux.CgroupParent != "/podlife/podu" || cfg.Metadata.Attempt != 3 ||
-		cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_NODE {
-		t.Errorf("node-network sandbox config: %v", cfg)
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", UID: "u"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "i"}}}}
+	node := &Runtime{opts: Options{CgroupParent: "/podlife"}.withDefaults()}
+	cfg, err := node.sandboxConfig(pod, 3)
+	if err != nil || cfg.Hostname != "" || cfg.Linux.CgroupParent != "/podlife/podu" || cfg.Metadata.Attempt != 3 ||
+		cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_NODE || cfg.Linux.Sysctls != nil {
+		t.Errorf("node-network sandbox config: %v, %v", cfg, err)
 	}
-	podNet := &Runtime{opts: Options{CgroupParent: "/podlife", NetworkMode: NetworkModePod}}
-	cfg = podNet.sandboxConfig(pod, 0)
-	if cfg.Hostname != "p" || cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_POD {
-		t.Errorf("pod-network sandbox config: %v", cfg)
+	podNet := &Runtime{opts: Options{CgroupParent: "/podlife", NetworkMode: NetworkModePod}.withDefaults()}
+	cfg, err = podNet.sandboxConfig(pod, 0)
+	if err != nil || cfg.Hostname != "p" || cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_POD {
+		t.Errorf("pod-network sandbox config: %v, %v", cfg, err)
+	}
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel/shm_rmid_forced", Value: "1"}, {Name: "net.ipv4.tcp_syncookies", Value: "0"}}}
+	cfg, err = podNet.sandboxConfig(pod, 0)
+	if want := map[string]string{"kernel.shm_rmid_forced": "1", "net.ipv4.tcp_syncookies": "0"}; err != nil || !maps.Equal(cfg.Linux.Sysctls, want) {
+		t.Errorf("sysctls: %v (%v), want %v", cfg.GetLinux().GetSysctls(), err, want)
 	}
 	pod.Spec.HostNetwork = true
-	if cfg = podNet.sandboxConfig(pod, 0); cfg.Hostname != "" || cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_NODE {
-		t.Errorf("host-network pod in pod-network mode: %v", cfg)
+	if cfg, err = podNet.sandboxConfig(pod, 0); err != nil || cfg.Hostname != "" || cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_NODE {
+		t.Errorf("host-network pod in pod-network mode: %v, %v", cfg, err)
+	}
+	// A pod on the node's network cannot set net.* sysctls: refused.
+	if err := podNet.checkPod(pod); err == nil || !strings.Contains(err.Error(), `spec.securityContext.sysctls[1]: "net.ipv4.tcp_syncookies" needs the pod's own network namespace`) ||
+		strings.Contains(err.Error(), "sysctls[0]") {
+		t.Errorf("checkPod of a host-network pod with a net sysctl: %v", err)
+	}
+	pod.Spec.HostNetwork = false
+	if err := podNet.checkPod(pod); err != nil {
+		t.Errorf("checkPod of a pod-network pod with sysctls: %v", err)
+	}
+	if err := node.checkPod(pod); err == nil {
+		t.Error("checkPod with NetworkModeNode let a net sysctl through")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +51,8 @@ const (
 	// DefaultSeccompProfileRoot is the kubelet's folder of Localhost
 	// seccomp profiles.
 	DefaultSeccompProfileRoot = "/var/lib/kubelet/seccomp"
+	// DefaultClusterDomain is the DNS domain of nearly every cluster.
+	DefaultClusterDomain = "cluster.local"
 	// MinimumGracePeriod is the floor of every container stop, in seconds,
 	// as in the kubelet.
 	MinimumGracePeriod = int64(2)
@@ -126,6 +129,12 @@ type Options struct {
 	// SeccompProfileRoot/p.json. Default /var/lib/kubelet/seccomp, the
 	// kubelet's, so that profiles installed for it serve podlife too.
 	SeccompProfileRoot string
+	// ClusterDomain is the cluster's DNS domain (the kubelet's
+	// --cluster-domain): a pod with a subdomain has the FQDN
+	// HOSTNAME.SUBDOMAIN.NAMESPACE.svc.CLUSTERDOMAIN in its managed
+	// /etc/hosts, and as its hostname with setHostnameAsFQDN. Default
+	// "cluster.local".
+	ClusterDomain string
 
 	// Registerer receives the kubelet's runtime operation metrics
 	// (runtime_operations_total, runtime_operations_errors_total and
@@ -139,6 +148,9 @@ type Options struct {
 	// meminfo is the file NodeMemoryCapacity defaults from (a test seam).
 	// Default /proc/meminfo.
 	meminfo string
+	// etcHosts is the node's hosts file, for pods on the node's network
+	// (a test seam). Default /etc/hosts.
+	etcHosts string
 
 	// Started, when set, tells whether a running sidecar (a restartable
 	// init container) has started, i.e. passed its startup probe
@@ -187,6 +199,12 @@ func (o Options) withDefaults() Options {
 	if o.SeccompProfileRoot == "" {
 		o.SeccompProfileRoot = DefaultSeccompProfileRoot
 	}
+	if o.ClusterDomain == "" {
+		o.ClusterDomain = DefaultClusterDomain
+	}
+	if o.etcHosts == "" {
+		o.etcHosts = etcHostsPath
+	}
 	if o.meminfo == "" {
 		o.meminfo = "/proc/meminfo"
 	}
@@ -220,6 +238,9 @@ func (o Options) validate() error {
 	}
 	if !filepath.IsAbs(o.SeccompProfileRoot) {
 		errs = append(errs, fmt.Errorf("SeccompProfileRoot must be an absolute path, got %q", o.SeccompProfileRoot))
+	}
+	if msgs := validation.IsDNS1123Subdomain(o.ClusterDomain); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("ClusterDomain %q is not a DNS subdomain: %s", o.ClusterDomain, strings.Join(msgs, "; ")))
 	}
 	errs = append(errs, validate.NonNegative(validate.Field("NodeMemoryCapacity", o.NodeMemoryCapacity))...)
 	if o.NetworkMode != NetworkModeNode && o.NetworkMode != NetworkModePod {

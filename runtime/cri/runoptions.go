@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -50,7 +51,13 @@ func (r *Runtime) optionsProvider() runtime.ContainerOptionsProvider {
 // come when a container is created, and are retried), and the rest of
 // the spec is checked as without one.
 func (r *Runtime) checkPod(pod *v1.Pod) error {
-	return validatePod(providerView(pod, r.optionsProvider()))
+	if err := validatePod(providerView(pod, r.optionsProvider())); err != nil {
+		return err
+	}
+	if err := errors.Join(r.validateSysctls(pod)...); err != nil {
+		return fmt.Errorf("invalid pod %s: %w", podRef(pod), errors.Join(runtime.ErrInvalidArgument, err))
+	}
+	return nil
 }
 
 // providerView is the pod as the spec-only checks should see it when p

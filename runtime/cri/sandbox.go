@@ -37,10 +37,11 @@ func (r *Runtime) namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 }
 
 // sandboxConfig builds the CRI sandbox config of a pod: kubelet labels and
-// annotations, the pod's own cgroup under CgroupParent, the node network
-// namespace (and then no hostname) unless NetworkModePod lets the pod have
-// its own.
-func (r *Runtime) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+// annotations, the pod's own cgroup under CgroupParent, its sysctls, the
+// node network namespace (and then no hostname) unless NetworkModePod lets
+// the pod have its own, with the kubelet's hostname. Its error (a hostname
+// or FQDN the kernel cannot take) keeps the sandbox from being created.
+func (r *Runtime) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name:      pod.Name,
@@ -54,15 +55,19 @@ func (r *Runtime) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			CgroupParent:    r.opts.CgroupParent + "/pod" + string(pod.UID),
 			SecurityContext: r.sandboxSecurityContext(pod),
+			Sysctls:         podSysctls(pod),
 		},
 	}
 	if !r.usesNodeNetwork(pod) {
-		cfg.Hostname = pod.Name
-		if pod.Spec.Hostname != "" {
-			cfg.Hostname = pod.Spec.Hostname
+		hostname, domain, err := podHostnameAndDomain(pod, r.opts.ClusterDomain)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox of pod %s: %w", podRef(pod), err)
+		}
+		if cfg.Hostname, err = kernelHostname(pod, hostname, domain); err != nil {
+			return nil, fmt.Errorf("sandbox of pod %s: %w", podRef(pod), err)
 		}
 	}
-	return cfg
+	return cfg, nil
 }
 
 func (r *Runtime) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) (string, error) {

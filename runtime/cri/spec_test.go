@@ -255,9 +255,18 @@ func TestEmptyDirAndHostPath(t *testing.T) {
 		},
 		"reader": {{ContainerPath: "/in", HostPath: filepath.Join(data, "sub", "dir"), Readonly: true}},
 	} {
-		// The termination-message file is termination.go's (its own tests).
-		got := slices.DeleteFunc(configOf(t, srv, rt, pod, name).GetMounts(), func(m *runtimeapi.Mount) bool {
-			return m.GetContainerPath() == v1.TerminationMessagePathDefault
+		// The termination-message file is termination.go's (its own
+		// tests), the managed /etc/hosts etchosts.go's: present, then left
+		// out of the comparison.
+		got := configOf(t, srv, rt, pod, name).GetMounts()
+		hosts := filepath.Join(root, string(pod.UID), "etc-hosts")
+		if !slices.ContainsFunc(got, func(m *runtimeapi.Mount) bool {
+			return m.GetContainerPath() == "/etc/hosts" && m.GetHostPath() == hosts && !m.GetReadonly()
+		}) {
+			t.Errorf("%s: no managed /etc/hosts among %v", name, got)
+		}
+		got = slices.DeleteFunc(got, func(m *runtimeapi.Mount) bool {
+			return m.GetContainerPath() == v1.TerminationMessagePathDefault || m.GetContainerPath() == "/etc/hosts"
 		})
 		if d := cmp.Diff(want, got, protocmp.Transform()); d != "" {
 			t.Errorf("%s mounts (-want +got):\n%s", name, d)
@@ -410,7 +419,7 @@ func TestSubPathExpr(t *testing.T) {
 	}
 	want := filepath.Join(root, string(ok.UID), "volumes", "kubernetes.io~empty-dir", "workdir1", "mypath", "foo")
 	mounts := slices.DeleteFunc(configOf(t, srv, rt, ok, "c").GetMounts(), func(m *runtimeapi.Mount) bool {
-		return m.GetContainerPath() == v1.TerminationMessagePathDefault
+		return m.GetContainerPath() == v1.TerminationMessagePathDefault || m.GetContainerPath() == "/etc/hosts"
 	})
 	if len(mounts) != 1 || mounts[0].GetHostPath() != want {
 		t.Errorf("mounts %v, want %s", mounts, want)

@@ -73,19 +73,23 @@ func (r *Runtime) runPlan(ctx context.Context, pod *v1.Pod, st *runtime.PodStatu
 		return nil
 	}
 	sandboxID := p.SandboxID
+	sandboxCfg, err := r.sandboxConfig(pod, p.Attempt)
+	if err != nil {
+		return fmt.Errorf("sync pod %s: %w", podRef(pod), err)
+	}
 	if p.CreateSandbox {
 		if p.OldSandboxID != "" {
 			if err := r.stopTargets(ctx, pod, killTargets(p.KillFirst), func(t target) int64 { return *t.grace }); err != nil {
 				return fmt.Errorf("sync pod %s: stop containers of dead sandbox %q: %w", podRef(pod), p.OldSandboxID, err)
 			}
 		}
-		id, err := r.runSandbox(ctx, pod, r.sandboxConfig(pod, p.Attempt))
+		id, err := r.runSandbox(ctx, pod, sandboxCfg)
 		if err != nil {
 			return err
 		}
 		sandboxID = id
 	}
-	x := &stepRunner{r: r, pod: pod, status: st, sandboxID: sandboxID, sandboxCfg: r.sandboxConfig(pod, p.Attempt)}
+	x := &stepRunner{r: r, pod: pod, status: st, sandboxID: sandboxID, sandboxCfg: sandboxCfg}
 	var errs []error
 	for _, s := range p.Init {
 		if err := ctx.Err(); err != nil {

@@ -1,7 +1,26 @@
 package agent
 
 import (
+	"fmt"
+	goruntime "runtime"
+
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/internal/sysctl"
+)
+
+// Reasons of the kubelet's own admission checks, which the agent runs
+// before Options.AdmitHandlers.
+const (
+	// ReasonPodOSNotSupported: the pod's spec.os is not the node's.
+	ReasonPodOSNotSupported = "PodOSNotSupported"
+	// ReasonPodOSSelectorMismatch: the pod's kubernetes.io/os label is
+	// not the node's OS.
+	ReasonPodOSSelectorMismatch = "PodOSSelectorNodeLabelDoesNotMatch"
+	// ReasonSysctlForbidden: a sysctl the node does not allow
+	// (Options.AllowedUnsafeSysctls), or one of a namespace the pod shares
+	// with the node.
+	ReasonSysctlForbidden = "SysctlForbidden"
 )
 
 // AdmitAttributes is what an AdmitHandler decides on.
@@ -60,4 +79,24 @@ func rejectedStatus(pod *v1.Pod, r AdmitResult) v1.PodStatus {
 	st.Reason = r.Reason
 	st.Message = "Pod was rejected: " + r.Message
 	return st
+}
+
+// builtinAdmit runs the kubelet's own checks of a new pod, which need
+// nothing but the pod: its OS (the spec.os field, then the
+// kubernetes.io/os label), then its sysctls against the allowlist.
+func builtinAdmit(pod *v1.Pod, sysctls *sysctl.Allowlist) AdmitResult {
+	if os := pod.Spec.OS; os != nil && string(os.Name) != goruntime.GOOS {
+		return AdmitResult{Reason: ReasonPodOSNotSupported, Message: "Failed to admit pod as the OS field doesn't match node OS"}
+	}
+	if os, ok := pod.Labels[v1.LabelOSStable]; ok && os != goruntime.GOOS {
+		return AdmitResult{Reason: ReasonPodOSSelectorMismatch, Message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"}
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		for _, s := range sc.Sysctls {
+			if err := sysctls.Validate(s.Name, pod.Spec.HostNetwork, pod.Spec.HostIPC); err != nil {
+				return AdmitResult{Reason: ReasonSysctlForbidden, Message: fmt.Sprintf("forbidden sysctl: %v", err)}
+			}
+		}
+	}
+	return AdmitResult{Admit: true}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/agent/server"
+	"github.com/podlife/podlife/internal/sysctl"
 	"github.com/podlife/podlife/metrics"
 	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podmanager/source"
@@ -43,6 +44,7 @@ type Agent struct {
 	prober  *prober.Manager // nil with Options.DisableProbes
 	syncer  *syncer
 	server  *server.Server // Options.Server's, or nil
+	sysctls *sysctl.Allowlist
 
 	started atomic.Bool
 	// forgotten are the pods the workers forgot in recent housekeeping
@@ -108,6 +110,11 @@ func New(opts Options) (*Agent, error) {
 		exceeded:         map[types.UID]bool{},
 		forgotten:        map[types.UID]uint64{},
 	}
+	var err error
+	// Validated above: cannot fail.
+	if a.sysctls, err = sysctl.NewAllowlist(opts.AllowedUnsafeSysctls); err != nil {
+		return nil, fmt.Errorf("agent: invalid options: AllowedUnsafeSysctls: %w", err)
+	}
 	if opts.Registerer != nil {
 		m, err := metrics.New(metrics.Options{Registerer: opts.Registerer, Namespace: opts.MetricsNamespace})
 		if err != nil {
@@ -115,7 +122,6 @@ func New(opts Options) (*Agent, error) {
 		}
 		a.metrics = m
 	}
-	var err error
 	a.relist, err = runtime.NewRelister(runtime.RelisterOptions{
 		Runtime:         opts.Runtime,
 		Cache:           a.cache,

@@ -61,10 +61,14 @@ func (a *Agent) handlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 			continue
 		}
 		_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
-		if len(a.opts.AdmitHandlers) > 0 && pod.DeletionTimestamp == nil && !isTerminalPhase(pod.Status.Phase) {
-			// Capped, so that a handler's append cannot reach our slice.
-			attrs := &AdmitAttributes{Pod: pod, OtherPods: active[:len(active):len(active)]}
-			if r := admit(a.opts.AdmitHandlers, attrs); !r.Admit {
+		if pod.DeletionTimestamp == nil && !isTerminalPhase(pod.Status.Phase) {
+			r := builtinAdmit(pod, a.sysctls)
+			if r.Admit && len(a.opts.AdmitHandlers) > 0 {
+				// Capped, so that a handler's append cannot reach our slice.
+				attrs := &AdmitAttributes{Pod: pod, OtherPods: active[:len(active):len(active)]}
+				r = admit(a.opts.AdmitHandlers, attrs)
+			}
+			if !r.Admit {
 				a.rejectPod(ctx, pod, mirror, r)
 				continue
 			}
@@ -81,6 +85,7 @@ func (a *Agent) handlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 // never reaches a worker.
 func (a *Agent) rejectPod(ctx context.Context, pod, mirror *v1.Pod, r AdmitResult) {
 	a.log.Info("pod rejected", "pod", podRef(pod), "podUID", pod.UID, "reason", r.Reason, "message", r.Message)
+	a.event(pod, v1.EventTypeWarning, r.Reason, "%s", r.Message)
 	a.mu.Lock()
 	a.rejected[pod.UID] = r
 	a.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/agent/server"
+	"github.com/podlife/podlife/internal/sysctl"
 	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podmanager/source"
 	"github.com/podlife/podlife/runtime"
@@ -74,6 +75,15 @@ type Options struct {
 	// rejection wins. A rejected pod gets a Failed status with the handler's
 	// reason and never reaches a pod worker. Default: every pod is admitted.
 	AdmitHandlers []AdmitHandler
+	// AllowedUnsafeSysctls are the sysctls beyond the safe ones that pods
+	// may set (the kubelet's --allowed-unsafe-sysctls): names, or
+	// patterns ending with '*' ("kernel.msg*"), each of the IPC or net
+	// namespace. Before the AdmitHandlers, the agent rejects, as the
+	// kubelet, a pod with a sysctl not allowed (SysctlForbidden), or whose
+	// spec.os or kubernetes.io/os label is not the node's OS. Default:
+	// the safe sysctls only (kernel.shm_rmid_forced,
+	// net.ipv4.ip_local_port_range, ...).
+	AllowedUnsafeSysctls []string
 
 	// DisableProbes turns the pods' startup, liveness and readiness probes
 	// off (runtime/prober): containers are then started and ready as soon
@@ -230,6 +240,9 @@ func (o Options) validate() error {
 			errs = append(errs, fmt.Errorf("Sources[%d] (%s): New is required", i, s.Name))
 		}
 		names[s.Name] = true
+	}
+	if _, err := sysctl.NewAllowlist(o.AllowedUnsafeSysctls); err != nil {
+		errs = append(errs, fmt.Errorf("AllowedUnsafeSysctls: %w", err))
 	}
 	for i, h := range o.AdmitHandlers {
 		if h == nil {

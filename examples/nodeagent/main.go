@@ -58,6 +58,8 @@ type config struct {
 	anonymousAuth     bool
 	authorizationMode string
 	nodeIP            string
+	// allowedUnsafeSysctls, comma-separated (agent.Options.AllowedUnsafeSysctls)
+	allowedUnsafeSysctls string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -85,6 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.anonymousAuth, "anonymous-auth", false, "let requests without credentials reach the node server's authorizer as system:anonymous")
 	fs.StringVar(&c.authorizationMode, "authorization-mode", "Webhook", "node server authorization: Webhook (SubjectAccessReview to the API server) or AlwaysAllow")
 	fs.StringVar(&c.nodeIP, "node-ip", "", "the Node's InternalIP, where the API server reaches the node server (default: the machine's first global IPv4 address)")
+	fs.StringVar(&c.allowedUnsafeSysctls, "allowed-unsafe-sysctls", "", `comma-separated unsafe sysctls or patterns ending with '*' ("kernel.msg*,net.core.somaxconn") pods may set besides the safe ones; others are rejected (SysctlForbidden)`)
 	fs.BoolVar(&c.demo, "demo", false, "run the demo story on the embedded runtime, print what happened and exit (0 when every check held)")
 	fs.IntVar(&c.verbosity, "v", 2, "log verbosity: 0 errors and notable events, 2 pod lifecycle transitions, 4 every update")
 	if err := fs.Parse(args); err != nil {

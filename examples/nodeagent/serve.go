@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,6 +80,11 @@ func serve(ctx context.Context, c config, log logr.Logger) error {
 		ManifestPath: c.manifests,
 		Registerer:   reg,
 		Logger:       log.WithName("agent"),
+	}
+	for _, s := range strings.Split(c.allowedUnsafeSysctls, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			opts.AllowedUnsafeSysctls = append(opts.AllowedUnsafeSysctls, s)
+		}
 	}
 	var client kubernetes.Interface
 	if c.kubeconfig != "" || c.inCluster {

@@ -84,6 +84,8 @@ type clusterParts struct {
 	// volumes is nil with SkipContainerOptions or a runtime that takes no
 	// container options provider.
 	volumes *volume.Manager
+	// services feeds the service variables; nil when volumes is.
+	services *envvars.WatchingReader
 }
 
 // validateCluster rejects options that cannot go with Options.Cluster.
@@ -260,8 +262,14 @@ func (a *Agent) newContainerOptions() error {
 	if err != nil {
 		return err
 	}
+	// Services from one watch of them all, as the kubelet's lister: no
+	// request per container start.
+	services, err := envvars.NewWatchingReader(c.Client)
+	if err != nil {
+		return err
+	}
 	env := envvars.New(envvars.Options{
-		Reader:      envvars.ClientReader{Client: c.Client},
+		Reader:      services,
 		HostIPs:     opts.NodeIPs,
 		Allocatable: vo.Allocatable,
 		Recorder:    opts.Recorder,
@@ -273,6 +281,7 @@ func (a *Agent) newContainerOptions() error {
 		Logger:   opts.Logger.WithName("credentials"),
 	})
 	a.cluster.volumes = mgr
+	a.cluster.services = services
 	setter.SetContainerOptionsProvider(volume.Provider{Volumes: mgr, Env: env, Credentials: creds})
 	return nil
 }
@@ -291,6 +300,9 @@ func (a *Agent) clusterRunners() []namedRunner {
 	}
 	if a.cluster.volumes != nil {
 		rs = append(rs, namedRunner{"volume manager", a.cluster.volumes})
+	}
+	if a.cluster.services != nil {
+		rs = append(rs, namedRunner{"services watch", a.cluster.services})
 	}
 	return rs
 }

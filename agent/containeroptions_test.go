@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +14,13 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/agent/envvars"
 	"github.com/podlife/podlife/agent/node"
 	"github.com/podlife/podlife/agent/volume"
+	"github.com/podlife/podlife/podworker/podworkertest"
 	"github.com/podlife/podlife/runtime"
+	"github.com/podlife/podlife/runtime/cri"
+	"github.com/podlife/podlife/runtime/fakecri"
 )
 
 // providerRuntime records the container options provider the agent gives
@@ -26,6 +31,18 @@ type providerRuntime struct {
 }
 
 func (r *providerRuntime) SetContainerOptionsProvider(p runtime.ContainerOptionsProvider) { r.got = p }
+
+// recordingRuntime is a CRI runtime that records the container options
+// provider the agent gives it, and takes it.
+type recordingRuntime struct {
+	*cri.Runtime
+	got runtime.ContainerOptionsProvider // set by New, before Run
+}
+
+func (r *recordingRuntime) SetContainerOptionsProvider(p runtime.ContainerOptionsProvider) {
+	r.got = p
+	r.Runtime.SetContainerOptionsProvider(p)
+}
 
 // With a cluster, a runtime that takes a container options provider gets
 // the volume manager and envvars; without one, or with
@@ -62,14 +79,16 @@ func TestClusterContainerOptions(t *testing.T) {
 // node's allocatable, in an env var and in a downwardAPI volume alike
 // (before, the agent gave neither the node's figures: both read 0).
 func TestClusterResourceFieldRefDefaultsToAllocatable(t *testing.T) {
-	rt := &providerRuntime{}
+	_, endpoint := startFakeCRI(t, fakecri.Options{})
+	rt := &recordingRuntime{Runtime: newRuntime(t, endpoint)}
 	node := node.Options{Capacity: v1.ResourceList{
 		v1.ResourceCPU:              resource.MustParse("3"),
 		v1.ResourceMemory:           resource.MustParse("5Gi"),
 		v1.ResourceEphemeralStorage: resource.MustParse("7Gi"),
 	}}
-	if _, err := agent.New(agent.Options{Runtime: rt, NodeName: "n", ManifestPath: t.TempDir(),
-		Cluster: &agent.Cluster{Client: fake.NewClientset(), Node: node, Volumes: volume.Options{Root: t.TempDir()}}}); err != nil {
+	a, err := agent.New(agent.Options{Runtime: rt, NodeName: "n", ManifestPath: t.TempDir(),
+		Cluster: &agent.Cluster{Client: fake.NewClientset(), Node: node, Volumes: volume.Options{Root: t.TempDir()}}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	ref := func(res string) *v1.ResourceFieldSelector {
@@ -89,10 +108,28 @@ func TestClusterResourceFieldRefDefaultsToAllocatable(t *testing.T) {
 			VolumeMounts: []v1.VolumeMount{{Name: "podinfo", MountPath: "/etc/podinfo"}},
 		}},
 	}}
-	out, err := rt.got.RunContainerOptions(context.Background(), pod, &pod.Spec.Containers[0], nil)
-	if err != nil {
-		t.Fatal(err)
+	// The service variables come from the agent's watch of the Services:
+	// before it has listed them, the options cannot be made (the kubelet's
+	// error, retried by the sync); once the agent runs, they can.
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if _, err := rt.got.RunContainerOptions(ctx, pod, &pod.Spec.Containers[0], nil); !errors.Is(err, envvars.ErrServicesNotSynced) {
+		t.Fatalf("options before the agent runs: %v, want %v", err, envvars.ErrServicesNotSynced)
 	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	var out *runtime.RunContainerOptions
+	podworkertest.WaitFor(t, waitTimeout, "container options", func() bool {
+		out, err = rt.got.RunContainerOptions(ctx, pod, &pod.Spec.Containers[0], nil)
+		return err == nil
+	})
 	env := map[string]string{}
 	for _, e := range out.Env {
 		env[e.Name] = e.Value

@@ -28,7 +28,11 @@
 // it wraps runtime.ErrFailedPrecondition: the container is not created
 // now, and the next sync tries again (CreateContainerConfigError).
 //
-// The objects are read through a Reader (ClientReader asks the API server;
-// tests use fakes). The package starts no goroutine and keeps no state
-// between calls.
+// The objects are read through a Reader: ClientReader asks the API
+// server at each call; WatchingReader does so for ConfigMaps and Secrets
+// and keeps every Service from one list and watch (the kubelet's service
+// lister), so that service variables cost no request per container; tests
+// use fakes. The Resolver starts no goroutine and keeps no state between
+// calls; a WatchingReader's watch runs in its Run, owned by the caller
+// (the agent runs it with the cluster's other parts).
 package envvars

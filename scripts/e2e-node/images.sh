@@ -15,7 +15,8 @@
 # Images (what the real ones are, and what is here):
 #   busybox:1.37.0-2   the busybox image       Debian's busybox-static, a symlink per applet in /bin,
 #                                              sh (and bash) Debian's bash-static (see below)
-#   agnhost:2.66.1     alpine + agnhost        busybox rootfs + /agnhost built from test/images/agnhost
+#   agnhost:2.66.1     alpine + agnhost        busybox rootfs + /agnhost built from test/images/agnhost,
+#                                              and the machine's curl with its shared libraries
 #                      (also tagged 2.55, the suite's "previous" agnhost)
 #   nonroot:1.5        debian-base, USER 1234  busybox rootfs, user 1234
 #   nonewprivs:1.4     alpine + setuid nnp     busybox rootfs + setuid /usr/local/bin/nnp from test/images/nonewprivs
@@ -72,6 +73,27 @@ if [ ! -x "$bin/bash-static" ]; then
 	cp "$d/x/bin/bash-static" "$bin/bash-static.tmp" && mv "$bin/bash-static.tmp" "$bin/bash-static"
 	rm -rf "$d"
 fi
+# curl for the agnhost image: the real one is Alpine with curl, which the
+# exec lifecycle hooks and the networking specs' dial checks run in it.
+# Debian's curl with every shared library it loads (ldd) and the loader,
+# copied under $bin/curl-root at their paths.
+if [ ! -x "$bin/curl-root/usr/bin/curl" ]; then
+	log "copying the machine's curl and its libraries"
+	command -v curl >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq curl; } >&2 ||
+		die "apt-get install curl failed"
+	c=$(command -v curl)
+	d=$(mktemp -d)
+	mkdir -p "$d/usr/bin"
+	cp -L "$c" "$d/usr/bin/curl"
+	for lib in $(ldd "$c" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+		mkdir -p "$d$(dirname "$lib")"
+		cp -L "$lib" "$d$lib"
+	done
+	rm -rf "$bin/curl-root"
+	mv "$d" "$bin/curl-root"
+fi
+curl_key=$(cd "$bin/curl-root" && find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)
+
 gobuild() { # output package
 	[ -x "$bin/$1" ] && return
 	log "building $1 from $2 (once; minutes on a fresh machine)"
@@ -134,7 +156,7 @@ busybox_rootfs() {
 
 PATHENV='"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"'
 # The archives are rebuilt when this script or a binary changes.
-key=$( (sha256sum "${BASH_SOURCE[0]}" "$bin/busybox" "$bin/bash-static" "$bin/agnhost" "$bin/nnp" | cut -d' ' -f1) | sha256sum | cut -c1-16)
+key=$( (sha256sum "${BASH_SOURCE[0]}" "$bin/busybox" "$bin/bash-static" "$bin/agnhost" "$bin/nnp" | cut -d' ' -f1; echo "$curl_key") | sha256sum | cut -c1-16)
 if [ "$(cat "$imgs/key" 2>/dev/null)" != "$key" ]; then
 	log "writing the image archives"
 	w=$(mktemp -d)
@@ -149,6 +171,7 @@ if [ "$(cat "$imgs/key" 2>/dev/null)" != "$key" ]; then
 
 	cp -a "$w/busybox" "$w/agnhost"
 	cp "$bin/agnhost" "$w/agnhost/agnhost"
+	cp -a "$bin/curl-root/." "$w/agnhost/"
 	ln -s agnhost "$w/agnhost/agnhost-2"
 	mkdir -p "$w/agnhost/uploads"
 	cp "$SRC/test/images/agnhost/porter/localhost.crt" "$SRC/test/images/agnhost/porter/localhost.key" "$w/agnhost/"

@@ -190,17 +190,67 @@ func TestQueuedPodHeldByATransientStatus(t *testing.T) {
 	h.states.set(b.UID, false)
 	_ = h.m.PodFinished(ctx, b, nil, terminal(v1.PodSucceeded))
 	h.settle()
+	phases := h.patchPhases("b")
+	if len(phases) != 1 || phases[0] != string(v1.PodSucceeded) {
+		t.Fatalf("b's patches wrote phases %q, want one, Succeeded", phases)
+	}
+}
+
+// The same when the dispatcher had already taken the pod from the queue and
+// waits for a free worker to hand it to: the worker does not write a status
+// held meanwhile.
+func TestDispatchedPodHeldByATransientStatus(t *testing.T) {
+	a, b := testPod("a", "uid-a"), deleting(testPod("b", "uid-b"))
+	h := newHarness(t, func(o *Options) { o.Workers = 1 }, a, b)
+	block, release := h.blocker()
+	var first atomic.Bool
+	h.react("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if first.CompareAndSwap(false, true) {
+			<-block
+		}
+		return false, nil, nil
+	})
+	h.states.set(b.UID, true)
+	h.run()
+	ctx := context.Background()
+	_ = h.m.SetPodStatus(ctx, a, nil, running("a"))
+	h.eventually("a's write in flight", func() bool { return h.count("patch/status") == 1 })
+	_ = h.m.SetPodStatus(ctx, b, nil, running("b"))
+	h.eventually("b taken by the dispatcher", func() bool {
+		h.m.mu.Lock()
+		defer h.m.mu.Unlock()
+		return h.m.pods[b.UID].inFlight
+	})
+	_ = h.m.SetPodStatus(ctx, b, nil, terminal(v1.PodSucceeded))
+	release()
+	h.eventually("a written, b left held", func() bool {
+		h.m.mu.Lock()
+		defer h.m.mu.Unlock()
+		return !h.m.pods[b.UID].inFlight && h.m.pods[a.UID].written != nil
+	})
+	if n := len(h.patchPhases("b")); n != 0 {
+		t.Fatalf("b written while held: %q", h.patchPhases("b"))
+	}
+	h.states.set(b.UID, false)
+	_ = h.m.PodFinished(ctx, b, nil, terminal(v1.PodSucceeded))
+	h.settle()
+	if phases := h.patchPhases("b"); len(phases) != 1 || phases[0] != string(v1.PodSucceeded) {
+		t.Fatalf("b's patches wrote phases %q, want one, Succeeded", phases)
+	}
+}
+
+// patchPhases lists the phase each status patch of the named pod wrote (""
+// for a patch without one).
+func (h *harness) patchPhases(name string) []string {
 	var phases []string
 	for _, a := range h.actionsOf("patch") {
-		if a.(k8stesting.PatchAction).GetName() == "b" {
+		if a.(k8stesting.PatchAction).GetName() == name {
 			var body map[string]any
 			_ = json.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &body)
 			phases = append(phases, statusPhase(body))
 		}
 	}
-	if len(phases) != 1 || phases[0] != string(v1.PodSucceeded) {
-		t.Fatalf("b's patches wrote phases %q, want one, Succeeded", phases)
-	}
+	return phases
 }
 
 // isHeldQueued reports whether the pod's status is held, queued or not.

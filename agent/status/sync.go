@@ -64,6 +64,13 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) {
 		m.mu.Unlock()
 		return
 	}
+	if !e.holdUntil.IsZero() {
+		// Held after the dispatcher took it from the queue: the hold's end
+		// (or the status that follows) queues it again.
+		e.inFlight = false
+		m.mu.Unlock()
+		return
+	}
 	s := e.snapshot(uid)
 	m.mu.Unlock()
 

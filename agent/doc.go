@@ -23,7 +23,9 @@
 //   - REMOVE forgets the pod and kills it, once every source is ready
 //     (before that, housekeeping terminates it as an orphan). A removed mirror
 //     pod becomes an update of its static pod, so that it is created again.
-//   - RECONCILE stores the new status.
+//   - RECONCILE stores the new status, and sends SyncPodSync for a pod whose
+//     Ready condition no longer agrees with its readiness gates (another
+//     component set a gate's condition), as the kubelet.
 //
 // The relister wakes the worker of every pod whose containers changed. A pod
 // worker waiting for a runtime status newer than its last sync kicks it

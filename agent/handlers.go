@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/agent/podstatus"
 	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podmanager/source"
 	"github.com/podlife/podlife/podworker"
@@ -141,11 +142,19 @@ func (a *Agent) handlePodRemoves(pods []*v1.Pod) {
 	}
 }
 
-// handlePodReconcile stores status-only changes. podlife has no readiness
-// probes, so no sync is needed for them.
+// handlePodReconcile stores status-only changes, and syncs a pod whose
+// Ready condition no longer agrees with its readiness gates (another
+// component set a gate's condition), as the kubelet's HandlePodReconcile.
 func (a *Agent) handlePodReconcile(pods []*v1.Pod) {
+	now := a.clock.Now()
 	for _, pod := range pods {
 		a.pods.UpdatePod(pod)
+		if podmanager.IsMirrorPod(pod) || a.isRejected(pod) || !podstatus.NeedsReadinessReconcile(pod) {
+			continue
+		}
+		a.log.V(4).Info("readiness gates changed", "pod", podRef(pod), "podUID", pod.UID)
+		_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
+		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, StartTime: now, Pod: pod, MirrorPod: mirror})
 	}
 }
 

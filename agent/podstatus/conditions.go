@@ -217,3 +217,32 @@ func (g *generator) initializedCondition(all []v1.ContainerStatus, phase v1.PodP
 	msg := notReadyMessage(unknown, "unknown", incomplete, "incomplete")
 	return cond(v1.PodInitialized, msg == "", ReasonNotInitialized, msg)
 }
+
+// NeedsReadinessReconcile reports whether the Ready condition in pod's
+// status disagrees with its readiness gates, as the kubelet's
+// NeedToReconcilePodReadiness: the pod has readiness gates, its status has
+// a Ready condition, and Ready computed from the status's ContainersReady
+// condition and the gates' conditions there differs in status or message.
+// Another component set a gate's condition; the pod needs a sync so that
+// its Ready condition follows.
+func NeedsReadinessReconcile(pod *v1.Pod) bool {
+	if pod == nil || len(pod.Spec.ReadinessGates) == 0 {
+		return false
+	}
+	cur := findCondition(pod.Status.Conditions, v1.PodReady)
+	if cur == nil {
+		return false
+	}
+	containersReady := cond(v1.ContainersReady, false, "", "")
+	if c := findCondition(pod.Status.Conditions, v1.ContainersReady); c != nil {
+		containersReady = *c
+	}
+	var others []v1.PodCondition
+	for _, c := range pod.Status.Conditions {
+		if !owned(c.Type) {
+			others = append(others, c)
+		}
+	}
+	want := (&generator{pod: pod}).ready(containersReady, others)
+	return want.Status != cur.Status || want.Message != cur.Message
+}

@@ -156,3 +156,38 @@ func TestConditionsOwnedByOthersKept(t *testing.T) {
 		t.Errorf("%d Ready conditions", n)
 	}
 }
+
+func TestNeedsReadinessReconcile(t *testing.T) {
+	gated := func(conds ...v1.PodCondition) *v1.Pod {
+		p := newPod([]string{"a"})
+		p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "x/one"}}
+		p.Status.Conditions = conds
+		return p
+	}
+	c := func(t v1.PodConditionType, s v1.ConditionStatus, msg string) v1.PodCondition {
+		return v1.PodCondition{Type: t, Status: s, Message: msg}
+	}
+	missing := `corresponding condition of pod readiness gate "x/one" does not exist.`
+	notTrue := `the status of pod readiness gate "x/one" is not "True", but False`
+	plain := newPod([]string{"a"})
+	plain.Status.Conditions = []v1.PodCondition{c(v1.ContainersReady, v1.ConditionTrue, ""), c(v1.PodReady, v1.ConditionFalse, "")}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		want bool
+	}{
+		{"nil pod", nil, false},
+		{"no readiness gates", plain, false},
+		{"no Ready condition yet", gated(c("x/one", v1.ConditionTrue, "")), false},
+		{"gate set True", gated(c("x/one", v1.ConditionTrue, ""), c(v1.ContainersReady, v1.ConditionTrue, ""), c(v1.PodReady, v1.ConditionFalse, missing)), true},
+		{"gate True, Ready True", gated(c("x/one", v1.ConditionTrue, ""), c(v1.ContainersReady, v1.ConditionTrue, ""), c(v1.PodReady, v1.ConditionTrue, "")), false},
+		{"gate set False", gated(c("x/one", v1.ConditionFalse, ""), c(v1.ContainersReady, v1.ConditionTrue, ""), c(v1.PodReady, v1.ConditionTrue, "")), true},
+		{"gate False, message already says so", gated(c("x/one", v1.ConditionFalse, ""), c(v1.ContainersReady, v1.ConditionTrue, ""), c(v1.PodReady, v1.ConditionFalse, notTrue)), false},
+		{"gate missing, message says it changed", gated(c(v1.ContainersReady, v1.ConditionTrue, ""), c(v1.PodReady, v1.ConditionFalse, notTrue)), true},
+		{"containers not ready", gated(c("x/one", v1.ConditionTrue, ""), c(v1.ContainersReady, v1.ConditionFalse, ""), c(v1.PodReady, v1.ConditionFalse, "")), false},
+	} {
+		if got := NeedsReadinessReconcile(tc.pod); got != tc.want {
+			t.Errorf("%s: NeedsReadinessReconcile = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

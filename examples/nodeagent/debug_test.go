@@ -472,6 +472,9 @@ func TestDebugPodsFakecri(t *testing.T) {
 			t.Errorf("--limit-bytes 5: %q", out)
 		}
 		d.expect(t, "", 1, "", "logs", "app", "-c", "nope")
+		if got := d.wsLog(t, "app", "main"); got != "hello from main\n" {
+			t.Errorf("log over a WebSocket: %q, want %q", got, "hello from main\n")
+		}
 	})
 	t.Run("exec", func(t *testing.T) {
 		d.expect(t, "hi there\n", 0, "", "exec", "app", "-c", "main", "--", "/pause", "echo", "hi", "there")

@@ -54,6 +54,10 @@ type Agent struct {
 	// while Run is not running).
 	forgotten map[types.UID]uint64
 
+	// publishing orders the statuses published for a pod (publish.go): a
+	// lock per pod, striped.
+	publishing [publishStripes]sync.Mutex
+
 	mu sync.Mutex
 	// tracked are the pods the agent has handed to the pod workers, for
 	// Pods; housekeeping prunes the ones the workers forgot.

@@ -61,7 +61,7 @@ func (a *Agent) republishFinished(ctx context.Context, allPods []*v1.Pod) int {
 			continue
 		}
 		mirror, _ := a.pods.GetMirrorPodByPod(pod)
-		if err := a.report.PodFinished(ctx, pod, mirror, st); err != nil {
+		if err := a.reportFinished(ctx, pod, mirror, st); err != nil {
 			a.log.Error(err, "publishing the final status of a deleted, finished pod failed; will retry", "pod", podRef(pod), "podUID", pod.UID)
 			continue
 		}

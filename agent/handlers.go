@@ -226,6 +226,14 @@ func (a *Agent) rejection(uid types.UID) (AdmitResult, bool) {
 // configured one. A failure of the latter is logged: the next sync
 // publishes again.
 func (a *Agent) publishStatus(ctx context.Context, pod, mirror *v1.Pod, st v1.PodStatus) {
+	mu := a.publishLock(pod.UID)
+	mu.Lock()
+	defer mu.Unlock()
+	a.publishStatusLocked(ctx, pod, mirror, st)
+}
+
+// publishStatusLocked is publishStatus with the pod's publishing lock held.
+func (a *Agent) publishStatusLocked(ctx context.Context, pod, mirror *v1.Pod, st v1.PodStatus) {
 	_ = a.status.SetPodStatus(ctx, pod, mirror, st)
 	if a.report != nil {
 		if err := a.report.SetPodStatus(ctx, pod, mirror, st); err != nil {

@@ -53,6 +53,9 @@ func (a *Agent) onProbeResult(u prober.Update) {
 		a.log.V(2).Info("probe failed", "pod", podRef(pod), "podUID", pod.UID, "container", u.ContainerName, "probe", u.Probe, "output", u.Output)
 		a.event(pod, v1.EventTypeWarning, eventUnhealthy, "%s probe failed: %s", probeName(u.Probe), u.Output)
 	}
+	if u.Probe == prober.Readiness && a.workers.IsPodTerminationRequested(pod.UID) {
+		a.publishReadiness(context.Background(), pod, u)
+	}
 	_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
 	a.workers.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: pod, MirrorPod: mirror})
 }

@@ -264,12 +264,8 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 		st = rejectedStatus(pod, r)
 	}
 	mirror, _ := a.pods.GetMirrorPodByPod(pod)
-	_ = a.status.PodFinished(ctx, pod, mirror, st)
-	if a.report != nil {
-		if err := a.report.PodFinished(ctx, pod, mirror, st); err != nil {
-			return fmt.Errorf("publish final status of %s: %w", podRef(pod), err)
-		}
-		a.noteFinished(pod)
+	if err := a.publishFinished(ctx, pod, mirror, st); err != nil {
+		return fmt.Errorf("publish final status of %s: %w", podRef(pod), err)
 	}
 	a.cache.Delete(pod.UID)
 	if a.prober != nil {

@@ -21,9 +21,13 @@
 //     error says why, as in a kubelet);
 //   - secret and projected volumes and memory emptyDirs on a tmpfs: the
 //     root's own file system when it is memory-backed, else a tmpfs the
-//     Manager mounts on the volume's folder (which needs root). When
-//     neither is possible the volume is not set up and the error says
-//     why: a secret is never written to a disk;
+//     Manager mounts on the volume's folder (which needs root). A memory
+//     emptyDir always gets a tmpfs of its own when mounts are allowed,
+//     sized as the kubelet's: the node's allocatable memory
+//     (Options.Allocatable), the pod's memory limit when smaller, the
+//     volume's sizeLimit when smaller still. When neither is possible the
+//     volume is not set up and the error says why: a secret is never
+//     written to a disk;
 //   - one watch per ConfigMap or Secret the node's pods use, with a field
 //     selector metadata.name=NAME (the Node authorizer lets a node read
 //     only those), shared by the pods that use it and stopped with the

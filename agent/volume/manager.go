@@ -203,7 +203,7 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) (runtime
 	}
 	unlock := m.locks.lock(dir)
 	defer unlock()
-	if err := m.prepareDir(dir, v); err != nil {
+	if err := m.prepareDir(dir, pod, v); err != nil {
 		return runtime.PreparedVolume{}, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
 	}
 	m.remember(pod, v)
@@ -232,21 +232,99 @@ func (m *Manager) remembered(uid types.UID, name string) bool {
 }
 
 // prepareDir makes dir, on a tmpfs when the volume must be in memory.
-func (m *Manager) prepareDir(dir string, v *v1.Volume) error {
+func (m *Manager) prepareDir(dir string, pod *v1.Pod, v *v1.Volume) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	if !inMemory(v) {
 		return nil
 	}
+	if v.EmptyDir != nil {
+		return m.prepareMemoryEmptyDir(dir, pod, v)
+	}
 	mem, err := memoryBacked(dir)
 	if err != nil || mem {
 		return err
 	}
-	if err := mountTmpfs(dir); err != nil {
+	if err := mountTmpfs(dir, m.memorySize(pod, v)); err != nil {
 		return fmt.Errorf("%s volumes are kept in memory only, and %w (run the agent as root, or put the volume root on a tmpfs)", volumeKind(v), err)
 	}
 	return nil
+}
+
+// prepareMemoryEmptyDir mounts a tmpfs of the kubelet's size on dir
+// (memorySize), unless one is mounted there already. Where mounts
+// are not allowed, a folder on a memory-backed volume root is used as it
+// is, without the size limit.
+func (m *Manager) prepareMemoryEmptyDir(dir string, pod *v1.Pod, v *v1.Volume) error {
+	mounted, err := isMountPoint(dir)
+	if err != nil || mounted {
+		return err
+	}
+	if err := mountTmpfs(dir, m.memorySize(pod, v)); err != nil {
+		if mem, merr := memoryBacked(dir); merr == nil && mem {
+			return nil
+		}
+		return fmt.Errorf("%s volumes are kept in memory only, and %w (run the agent as root, or put the volume root on a tmpfs)", volumeKind(v), err)
+	}
+	return nil
+}
+
+// memorySize is the size of a volume's tmpfs, in bytes, as the kubelet's
+// (calculateEmptyDirMemorySize, for memory emptyDirs and the tmpfs of
+// secret and projected volumes): the node's allocatable memory, or the
+// pod's memory limit when it has one and it is smaller, or an emptyDir's
+// sizeLimit when it is set and smaller still. 0 (the kernel's default)
+// when none is known.
+func (m *Manager) memorySize(pod *v1.Pod, v *v1.Volume) int64 {
+	var size int64
+	if m.opts.Allocatable != nil {
+		if q, ok := m.opts.Allocatable()[v1.ResourceMemory]; ok {
+			size = q.Value()
+		}
+	}
+	smaller := func(n int64) {
+		if n > 0 && (size == 0 || n <= size) {
+			size = n
+		}
+	}
+	smaller(podMemoryLimit(pod))
+	if v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil {
+		smaller(v.EmptyDir.SizeLimit.Value())
+	}
+	return size
+}
+
+// podMemoryLimit is the pod's memory limit as the kubelet sets its cgroup:
+// the sum of its regular containers' (and sidecars') limits, or the largest
+// init container's when that is more; 0 when a container has none.
+func podMemoryLimit(pod *v1.Pod) int64 {
+	limit := func(c *v1.Container) (int64, bool) {
+		q, ok := c.Resources.Limits[v1.ResourceMemory]
+		return q.Value(), ok && !q.IsZero()
+	}
+	var sum, sidecars, initMax int64
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		n, ok := limit(c)
+		if !ok {
+			return 0
+		}
+		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			sidecars += n
+			continue
+		}
+		// A plain init container runs beside the sidecars started before it.
+		initMax = max(initMax, sidecars+n)
+	}
+	for i := range pod.Spec.Containers {
+		n, ok := limit(&pod.Spec.Containers[i])
+		if !ok {
+			return 0
+		}
+		sum += n
+	}
+	return max(sum+sidecars, initMax)
 }
 
 func volumeKind(v *v1.Volume) string {

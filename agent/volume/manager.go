@@ -208,10 +208,12 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) (runtime
 	}
 	m.remember(pod, v)
 	if v.EmptyDir != nil {
-		// World-writable whatever the umask; with an fsGroup, its group
-		// and the setgid bit (the kubelet's SetVolumeOwnership of a new,
-		// empty folder).
-		if err := os.Chmod(dir, 0o777); err != nil {
+		// World-writable and sticky whatever the umask, as the root of
+		// the kubelet's tmpfs (mounted without a mode: 1777); with an
+		// fsGroup, its group and the setgid bit (the kubelet's
+		// SetVolumeOwnership of a new, empty folder). A subPath folder
+		// made in it gets the same bits (runtime/cri).
+		if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
 			return runtime.PreparedVolume{}, err
 		}
 		return runtime.PreparedVolume{HostPath: dir}, PodOwnership(pod, false).applyRoot(dir)

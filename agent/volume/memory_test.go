@@ -24,6 +24,7 @@ func TestMemoryEmptyDirSized(t *testing.T) {
 	limit := resource.MustParse("10Mi")
 	v := &v1.Volume{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &limit}}}
 	ctx := context.Background()
+	t.Cleanup(func() { _ = m.TearDown(pod.UID) }) // unmounts after a failure too
 	for range 2 {
 		pv, err := m.SetUp(ctx, pod, v)
 		if err != nil {
@@ -38,6 +39,12 @@ func TestMemoryEmptyDirSized(t *testing.T) {
 		}
 		if mounted, err := isMountPoint(pv.HostPath); err != nil || !mounted {
 			t.Fatalf("not a mount point: %v, %v", mounted, err)
+		}
+		// As the kubelet's tmpfs root (the e2e spec "nonexistent volume
+		// subPath should have the correct mode and owner using FSGroup"
+		// sees dgtrwxrwxrwx on a subPath folder made with its bits).
+		if fi, err := os.Stat(pv.HostPath); err != nil || fi.Mode() != os.ModeDir|os.ModeSticky|0o777 {
+			t.Fatalf("mode %v (%v), want dtrwxrwxrwx", fi.Mode(), err)
 		}
 	}
 	dir, _ := m.dir(pod.UID, v)

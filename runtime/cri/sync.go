@@ -97,7 +97,8 @@ func (r *Runtime) runPlan(ctx context.Context, pod *v1.Pod, st *runtime.PodStatu
 	var errs []error
 	for _, s := range p.Ephemeral {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("ephemeral container %q of pod %s: %w", s.Name, podRef(pod), err)
+			errs = append(errs, fmt.Errorf("ephemeral container %q of pod %s: %w", s.Name, podRef(pod), errors.Join(runtime.ErrCanceled, err)))
+			return errors.Join(errs...)
 		}
 		errs = append(errs, x.run(ctx, s)...)
 	}

@@ -41,7 +41,12 @@
 // Failed, reason DeadlineExceeded, kept in every later status; housekeeping
 // syncs such a pod as soon as its deadline passes). Right after SyncPod
 // started containers it reads the pod's status again and publishes it, so
-// that the pod shows Running without waiting for the next relist. SyncTerminatingPod kills with the worker's grace period,
+// that the pod shows Running without waiting for the next relist. An update
+// that only adds an ephemeral container (kubectl debug, through the
+// pods/ephemeralcontainers subresource) is a spec change like any other: the
+// pod's worker syncs it, the runtime starts the container, and its status
+// shows in ephemeralContainerStatuses right after that sync; it counts for
+// neither the pod's phase nor its readiness, and is stopped with the pod. SyncTerminatingPod kills with the worker's grace period,
 // applies the kill's PodStatusFunc, and fails (to be retried by the pod
 // worker) if anything still runs afterwards. SyncTerminatingRuntimePod kills
 // a pod known only to the runtime with a grace period of 1 s and removes
@@ -74,8 +79,9 @@
 // # Statuses
 //
 // Every sync derives the pod's status from the runtime's with package
-// agent/podstatus (the kubelet's generateAPIPodStatus: container and init
-// container statuses, phase, conditions, IPs, QoS class), on top of the
+// agent/podstatus (the kubelet's generateAPIPodStatus: container, init
+// container and ephemeral container statuses, phase, conditions, IPs, QoS
+// class), on top of the
 // status last published for the pod, so that startTime and the conditions'
 // lastTransitionTime stay put while nothing changes. Options.NodeIPs gives
 // the hostIPs. Statuses go to a StatusReporter. The agent always keeps them in a

@@ -101,7 +101,8 @@ func (s *syncer) SyncPod(ctx context.Context, updateType podworker.SyncPodType, 
 
 // mayHaveStarted reports whether a successful SyncPod given podStatus may
 // have started containers: some regular container of the spec was not
-// running in it.
+// running in it, or some ephemeral container had no instance or one not
+// started (kubectl debug waits for it to show Running).
 func mayHaveStarted(pod *v1.Pod, podStatus *runtime.PodStatus) bool {
 	if podStatus == nil {
 		return true
@@ -109,6 +110,12 @@ func mayHaveStarted(pod *v1.Pod, podStatus *runtime.PodStatus) bool {
 	for i := range pod.Spec.Containers {
 		cs := podStatus.FindContainerStatusByName(pod.Spec.Containers[i].Name)
 		if cs == nil || cs.State != runtime.ContainerStateRunning {
+			return true
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		cs := podStatus.FindContainerStatusByName(pod.Spec.EphemeralContainers[i].Name)
+		if cs == nil || cs.State == runtime.ContainerStateCreated {
 			return true
 		}
 	}

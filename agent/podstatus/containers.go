@@ -35,14 +35,37 @@ func (g *generator) newest(name string) *runtime.ContainerStatus {
 	return nil
 }
 
+// containerKind says which of the pod's lists a container is in.
+type containerKind int
+
+const (
+	kindRegular containerKind = iota
+	kindInit
+	kindEphemeral
+)
+
+// ephemeralContainers are the pod's ephemeral containers as Containers
+// (the types have the same fields, as the kubelet converts them).
+func ephemeralContainers(pod *v1.Pod) []v1.Container {
+	if len(pod.Spec.EphemeralContainers) == 0 {
+		return nil
+	}
+	out := make([]v1.Container, len(pod.Spec.EphemeralContainers))
+	for i := range pod.Spec.EphemeralContainers {
+		out[i] = v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+	}
+	return out
+}
+
 // containerStatuses is the kubelet's convertToAPIContainerStatuses for the
-// regular (init false) or init containers of the pod: the newest instance
+// regular, init or ephemeral containers of the pod: the newest instance
 // gives the state, the one before it the last state; a container with no
 // instance is Waiting (ContainerCreating, or PodInitializing in a pod with
 // init containers) with what the previous status knew of it; a container
-// whose restart is pending shows why (CrashLoopBackOff and friends).
-// Regular containers come sorted by name, init containers in spec order.
-func (g *generator) containerStatuses(containers []v1.Container, previous []v1.ContainerStatus, init bool) []v1.ContainerStatus {
+// whose (re)start is pending shows why (CrashLoopBackOff and friends).
+// Regular and ephemeral containers come sorted by name, init containers in
+// spec order.
+func (g *generator) containerStatuses(containers []v1.Container, previous []v1.ContainerStatus, kind containerKind) []v1.ContainerStatus {
 	if len(containers) == 0 {
 		return nil
 	}
@@ -77,22 +100,22 @@ func (g *generator) containerStatuses(containers []v1.Container, previous []v1.C
 			// than send the pod back to Pending.
 			st.LastTerminationState.Terminated = &v1.ContainerStateTerminated{
 				Reason: ReasonStatusUnknown, Message: msgNotLocatedDeleted, ExitCode: ExitCodeUnknown}
-			if g.pod.DeletionTimestamp == nil {
-				st.RestartCount++
+			if g.pod.DeletionTimestamp == nil && kind != kindEphemeral {
+				st.RestartCount++ // an ephemeral container never restarts
 			}
 		}
 		for n, inst := range instances {
 			if n == 0 {
-				st = g.convert(inst, old)
+				st = g.convert(inst, old, kind)
 				continue
 			}
-			st.LastTerminationState = g.convert(inst, old).State
+			st.LastTerminationState = g.convert(inst, old, kind).State
 			break
 		}
-		g.pending(c, &st, init)
+		g.pending(c, &st, kind)
 		out[i] = st
 	}
-	if !init {
+	if kind != kindInit {
 		slices.SortFunc(out, func(a, b v1.ContainerStatus) int { return cmp.Compare(a.Name, b.Name) })
 	}
 	return out
@@ -103,7 +126,7 @@ func isDefaultWaiting(st *v1.ContainerStatus, reason string) bool {
 }
 
 // convert is the status of one container instance.
-func (g *generator) convert(rs *runtime.ContainerStatus, old *v1.ContainerStatus) v1.ContainerStatus {
+func (g *generator) convert(rs *runtime.ContainerStatus, old *v1.ContainerStatus, kind containerKind) v1.ContainerStatus {
 	id := rs.ID.String()
 	st := v1.ContainerStatus{
 		Name:         rs.Name,
@@ -150,7 +173,9 @@ func (g *generator) convert(rs *runtime.ContainerStatus, old *v1.ContainerStatus
 		// result, rather than "never ran".
 		st.State.Terminated = &v1.ContainerStateTerminated{
 			Reason: ReasonStatusUnknown, Message: msgNotLocatedTerminated, ExitCode: ExitCodeUnknown}
-		st.RestartCount = old.RestartCount + 1
+		if kind != kindEphemeral { // an ephemeral container never restarts
+			st.RestartCount = old.RestartCount + 1
+		}
 	default:
 		st.State.Waiting = &v1.ContainerStateWaiting{}
 	}
@@ -165,6 +190,11 @@ func (g *generator) specImage(name string) string {
 			}
 		}
 	}
+	for i := range g.pod.Spec.EphemeralContainers {
+		if g.pod.Spec.EphemeralContainers[i].Name == name {
+			return g.pod.Spec.EphemeralContainers[i].Image
+		}
+	}
 	return ""
 }
 
@@ -172,9 +202,12 @@ func (g *generator) specImage(name string) string {
 // running: the crash-loop back-off or the last start failure. It also
 // reports as Completed an init container the runtime no longer has in a pod
 // whose regular containers were created (it must have succeeded).
-func (g *generator) pending(c *v1.Container, st *v1.ContainerStatus, init bool) {
+func (g *generator) pending(c *v1.Container, st *v1.ContainerStatus, kind containerKind) {
 	newest := g.newest(c.Name)
-	if init {
+	if kind == kindEphemeral && !g.ephemeralToStart(newest) {
+		return
+	}
+	if kind == kindInit {
 		if newest != nil && newest.State == runtime.ContainerStateExited && newest.ExitCode == 0 {
 			return
 		}
@@ -184,7 +217,7 @@ func (g *generator) pending(c *v1.Container, st *v1.ContainerStatus, init bool) 
 			return
 		}
 	}
-	if !g.shouldStart(c, newest) {
+	if kind != kindEphemeral && !g.shouldStart(c, newest) {
 		return
 	}
 	var w v1.ContainerStateWaiting
@@ -216,6 +249,16 @@ func (g *generator) shouldStart(c *v1.Container, newest *runtime.ContainerStatus
 	default: // created or unknown
 		return true
 	}
+}
+
+// ephemeralToStart says whether an ephemeral container, whose newest
+// instance is newest, is still to be started: it has none, or one created
+// and never started (runtime/cri's rule). Unlike the kubelet, which asks
+// ShouldContainerBeRestarted (the pod's restart policy) for it too, an
+// exited one is never to start again, so an old start failure is never
+// shown over its terminated state.
+func (g *generator) ephemeralToStart(newest *runtime.ContainerStatus) bool {
+	return g.pod.DeletionTimestamp == nil && (newest == nil || newest.State == runtime.ContainerStateCreated)
 }
 
 // anyRegularContainerCreated reports whether the runtime has an instance of

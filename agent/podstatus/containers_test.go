@@ -292,3 +292,94 @@ func TestProbes(t *testing.T) {
 		t.Errorf("without a prober: started %v ready %v, want both", cs.Started, cs.Ready)
 	}
 }
+
+// withEphemeral adds ephemeral containers (kubectl debug's).
+func withEphemeral(names ...string) func(*v1.Pod) {
+	return func(p *v1.Pod) {
+		for _, n := range names {
+			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, v1.EphemeralContainer{
+				EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: n, Image: "img-" + n}, TargetContainerName: "a"})
+		}
+	}
+}
+
+// Ephemeral containers get statuses as the kubelet writes them: sorted by
+// name, Waiting ContainerCreating before their start (or the start's
+// failure), Running, Terminated with the exit code and reason, image,
+// imageID and containerID; never started nor ready, and no restart count.
+func TestEphemeralContainerStatuses(t *testing.T) {
+	pod := newPod([]string{"a"}, withEphemeral("zz", "debug", "gone", "failing"))
+	done := exited("gone", 2, 4)
+	got := Generate(Input{Pod: pod, Runtime: sandboxed(running("a", 1), running("debug", 3), done), Now: sec(10),
+		StartFailures: map[string]v1.ContainerStateWaiting{
+			"failing": {Reason: "ErrImagePull", Message: "no such image"},
+			"gone":    {Reason: "RunContainerError", Message: "an old failure"}}})
+	var names []string
+	for _, cs := range got.EphemeralContainerStatuses {
+		names = append(names, cs.Name)
+		if cs.Started != nil || cs.Ready || cs.RestartCount != 0 {
+			t.Errorf("%s: started %v ready %v restarts %d", cs.Name, cs.Started, cs.Ready, cs.RestartCount)
+		}
+	}
+	if strings.Join(names, ",") != "debug,failing,gone,zz" {
+		t.Fatalf("ephemeral statuses %v, want sorted by name", names)
+	}
+	debug := status(got.EphemeralContainerStatuses, "debug")
+	if stateOf(debug.State) != "running" || debug.ContainerID != "fakecri://debug-0" || debug.ImageID != "sha256:debug" || debug.Image != "img-debug" {
+		t.Errorf("debug: %s %q %q %q", stateOf(debug.State), debug.ContainerID, debug.ImageID, debug.Image)
+	}
+	if gone := status(got.EphemeralContainerStatuses, "gone"); stateOf(gone.State) != "terminated:Error:2" || gone.State.Terminated.ContainerID != "fakecri://gone-0" {
+		t.Errorf("gone: %s, %+v (an exited one is never to start again: no old start failure over it)", stateOf(gone.State), gone.State.Terminated)
+	}
+	if f := status(got.EphemeralContainerStatuses, "failing"); stateOf(f.State) != "waiting:ErrImagePull" || f.State.Waiting.Message != "no such image" || f.Image != "img-failing" {
+		t.Errorf("failing: %s %+v", stateOf(f.State), f.State.Waiting)
+	}
+	if zz := status(got.EphemeralContainerStatuses, "zz"); stateOf(zz.State) != "waiting:ContainerCreating" {
+		t.Errorf("zz: %s", stateOf(zz.State))
+	}
+	// They count for neither the phase nor readiness.
+	if got.Phase != v1.PodRunning || condition(got, v1.PodReady).Status != v1.ConditionTrue || condition(got, v1.ContainersReady).Status != v1.ConditionTrue {
+		t.Errorf("phase %s, Ready %s, ContainersReady %s; want Running, True, True", got.Phase, condition(got, v1.PodReady).Status, condition(got, v1.ContainersReady).Status)
+	}
+}
+
+// A pod whose regular containers are done is Succeeded or Failed even while
+// an ephemeral container runs (RestartPolicy Never); with Terminal the
+// ephemeral statuses are left as the runtime shows them.
+func TestEphemeralContainerDoesNotHoldCompletion(t *testing.T) {
+	pod := newPod([]string{"a"}, withPolicy(v1.RestartPolicyNever), withEphemeral("debug"))
+	rt := sandboxed(exited("a", 0, 1), running("debug", 3))
+	got := Generate(Input{Pod: pod, Runtime: rt, Now: sec(10)})
+	if got.Phase != v1.PodSucceeded {
+		t.Errorf("phase %s with a running debugger, want Succeeded", got.Phase)
+	}
+	if d := status(got.EphemeralContainerStatuses, "debug"); stateOf(d.State) != "running" {
+		t.Errorf("debug: %s", stateOf(d.State))
+	}
+	killed := exited("debug", 137, 3)
+	got = Generate(Input{Pod: pod, Runtime: sandboxed(exited("a", 0, 1), killed), Previous: &got, Terminal: true, Now: sec(20)})
+	if d := status(got.EphemeralContainerStatuses, "debug"); got.Phase != v1.PodSucceeded || stateOf(d.State) != "terminated:Error:137" {
+		t.Errorf("terminal: phase %s, debug %s", got.Phase, stateOf(d.State))
+	}
+}
+
+// An ephemeral container that ran and that the runtime lost is not
+// counted as restarted (it never is); the termination message budget is
+// shared with ephemeral containers too, as the kubelet shares it.
+func TestEphemeralContainerLostAndMessages(t *testing.T) {
+	pod := newPod([]string{"a"}, withEphemeral("debug"))
+	prev := Generate(Input{Pod: pod, Runtime: sandboxed(running("a", 1), running("debug", 3)), Now: sec(5)})
+	lost := instance("debug", runtime.ContainerStateUnknown, 3, 0)
+	for _, rt := range []*runtime.PodStatus{sandboxed(running("a", 1)), sandboxed(running("a", 1), lost)} {
+		got := Generate(Input{Pod: pod, Runtime: rt, Previous: &prev, Now: sec(10)})
+		if d := status(got.EphemeralContainerStatuses, "debug"); d.RestartCount != 0 {
+			t.Errorf("lost debugger (%d instances): restart count %d", len(rt.ContainerStatuses), d.RestartCount)
+		}
+	}
+	c := exited("a", 1, 1)
+	c.Message = strings.Repeat("x", 20000)
+	got := Generate(Input{Pod: pod, Runtime: sandboxed(c), Now: sec(5)})
+	if n := len(status(got.ContainerStatuses, "a").State.Terminated.Message); n != 6*1024 {
+		t.Errorf("message of %d bytes, want 6 KiB (12 KiB shared by a container and an ephemeral one)", n)
+	}
+}

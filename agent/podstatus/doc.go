@@ -29,6 +29,12 @@
 //     failure's reason and message (ErrImagePull, ImagePullBackOff,
 //     CreateContainerConfigError, ...; CrashLoopBackOff wins); a terminated one has reason Completed, Error or the
 //     runtime's (OOMKilled) and its termination message.
+//   - ephemeralContainerStatuses (sorted by name), the same way: Waiting
+//     (ContainerCreating, or the failure of its start) until it starts,
+//     Running, Terminated; never started nor ready (no probes), and the
+//     restart count stays 0 (it is never restarted). They count for
+//     neither the phase nor any condition, and Terminal leaves them as
+//     the runtime shows them (the kubelet's TerminatePod does too).
 //   - phase: getPhase with init containers and sidecars (Pending while
 //     initializing; an init container that failed and may not restart
 //     fails the pod; sidecars never hold the pod's completion). A terminal
@@ -51,7 +57,7 @@
 //
 // Not generated: resources and allocatedResources (in-place resize),
 // resize conditions, volume mount statuses (kept from the previous status),
-// ephemeral container statuses, user and stopSignal, AllContainersRestarting
+// user and stopSignal, AllContainersRestarting
 // (RestartAllContainers is alpha), resource health. Feature gates are taken
 // at their 1.37 defaults (ContainerRestartRules, PodObservedGenerationTracking,
 // PodReadyToStartContainersCondition and PodLevelResources on).
@@ -65,6 +71,10 @@
 //     Waiting even when it is the first one (the kubelet marks the first);
 //   - a created, not yet started container is Waiting ContainerCreating
 //     (the kubelet leaves the reason empty);
+//   - an exited ephemeral container never shows an old start failure over
+//     its terminated state, and its restart count does not grow when the
+//     runtime loses it (the kubelet applies the pod's restart policy to
+//     ephemeral containers there, though it never restarts them);
 //   - a sandbox on the node's network counts as networked, whatever
 //     spec.hostNetwork says (runtime/cri can run every pod on the node
 //     network), and its pod gets the node's IPs;

@@ -8,8 +8,8 @@ import (
 )
 
 // Generate returns the API status of in.Pod, as the kubelet's
-// generateAPIPodStatus and its status manager would write it: container and
-// init container statuses, phase, conditions with stable
+// generateAPIPodStatus and its status manager would write it: container,
+// init container and ephemeral container statuses, phase, conditions with stable
 // lastTransitionTimes, IPs, startTime, QoS class and observedGeneration. It
 // is pure: the same input gives the same status, and the only time it uses
 // is in.Now.
@@ -27,8 +27,12 @@ func Generate(in Input) v1.PodStatus {
 
 	var s v1.PodStatus
 	s.QOSClass = QOSClass(pod)
-	s.ContainerStatuses = g.containerStatuses(pod.Spec.Containers, old.ContainerStatuses, false)
-	s.InitContainerStatuses = g.containerStatuses(pod.Spec.InitContainers, old.InitContainerStatuses, true)
+	s.ContainerStatuses = g.containerStatuses(pod.Spec.Containers, old.ContainerStatuses, kindRegular)
+	s.InitContainerStatuses = g.containerStatuses(pod.Spec.InitContainers, old.InitContainerStatuses, kindInit)
+	// Ephemeral containers have no probes, and count for neither the
+	// phase nor a condition: started stays unset and ready false, as the
+	// kubelet's prober manager leaves them.
+	s.EphemeralContainerStatuses = g.containerStatuses(ephemeralContainers(pod), old.EphemeralContainerStatuses, kindEphemeral)
 	g.applyProbes(s.ContainerStatuses, s.InitContainerStatuses)
 
 	s.Phase = phase(pod, &s, in.Terminal, g.activeRegularContainerStarted())
@@ -91,7 +95,7 @@ func isSidecar(c *v1.Container) bool {
 // to the kubelet's budget.
 func normalize(pod *v1.Pod, s *v1.PodStatus) {
 	budget := maxTerminationMessage
-	if n := len(pod.Spec.Containers) + len(pod.Spec.InitContainers); n > 0 {
+	if n := len(pod.Spec.Containers) + len(pod.Spec.InitContainers) + len(pod.Spec.EphemeralContainers); n > 0 {
 		budget /= n
 	}
 	ts := func(t *metav1.Time) { *t = t.Rfc3339Copy() }
@@ -114,7 +118,7 @@ func normalize(pod *v1.Pod, s *v1.PodStatus) {
 		ts(&s.Conditions[i].LastProbeTime)
 		ts(&s.Conditions[i].LastTransitionTime)
 	}
-	for _, list := range [][]v1.ContainerStatus{s.ContainerStatuses, s.InitContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{s.ContainerStatuses, s.InitContainerStatuses, s.EphemeralContainerStatuses} {
 		for i := range list {
 			state(&list[i].State)
 			state(&list[i].LastTerminationState)

@@ -71,7 +71,16 @@ func randomScenario(b *bits) scenario {
 		}
 	}
 	s := scenario{pod: pod, terminal: b.n(4) == 0, backOff: map[string]string{}, probes: map[string]bool{}, noProber: b.n(4) == 0}
+	// Ephemeral containers, drawn last so that they leave the other
+	// choices of a seed as they were.
+	addEphemeral := func() {
+		for i := range b.n(3) {
+			pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, v1.EphemeralContainer{
+				EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: fmt.Sprintf("e%d", i), Image: fmt.Sprintf("img-e%d", i)}})
+		}
+	}
 	if b.n(5) == 0 {
+		addEphemeral()
 		return s // nothing in the runtime
 	}
 	s.rt = sandboxed()
@@ -114,6 +123,17 @@ func randomScenario(b *bits) scenario {
 			if b.n(5) != 0 {
 				add(pod.Spec.Containers[i].Name)
 			}
+		}
+	}
+	addEphemeral()
+	for i := range pod.Spec.EphemeralContainers {
+		if b.n(3) != 0 {
+			c := instance(pod.Spec.EphemeralContainers[i].Name, states[b.n(4)], at, 0)
+			if c.State == runtime.ContainerStateExited {
+				c.ExitCode = []int{0, 1, 137}[b.n(3)]
+			}
+			at++
+			s.rt.ContainerStatuses = append(s.rt.ContainerStatuses, c)
 		}
 	}
 	slices.Reverse(s.rt.ContainerStatuses) // any order
@@ -273,6 +293,38 @@ func checkInvariants(t *testing.T, in Input, got v1.PodStatus) {
 	}
 	if condition(got, v1.PodReady).Status == v1.ConditionTrue && isTerminal(got.Phase) {
 		t.Errorf("Ready in phase %s", got.Phase)
+	}
+	checkEphemeral(t, in, got)
+}
+
+// checkEphemeral: one status per ephemeral container, sorted by name, with
+// one state, never started nor ready, with the newest instance's (zero)
+// restart count; and the ephemeral containers change nothing else in the
+// status (phase, conditions, the other containers).
+func checkEphemeral(t *testing.T, in Input, got v1.PodStatus) {
+	t.Helper()
+	pod := in.Pod
+	if len(got.EphemeralContainerStatuses) != len(pod.Spec.EphemeralContainers) {
+		t.Fatalf("%d ephemeral statuses for %d ephemeral containers", len(got.EphemeralContainerStatuses), len(pod.Spec.EphemeralContainers))
+	}
+	if !slices.IsSortedFunc(got.EphemeralContainerStatuses, func(a, b v1.ContainerStatus) int { return cmpString(a.Name, b.Name) }) {
+		t.Errorf("ephemeral container statuses not sorted")
+	}
+	for _, cs := range got.EphemeralContainerStatuses {
+		if n := states(cs.State); n != 1 {
+			t.Errorf("ephemeral %s: %d states", cs.Name, n)
+		}
+		if cs.Started != nil || cs.Ready || cs.RestartCount != 0 {
+			t.Errorf("ephemeral %s: started %v ready %v restarts %d", cs.Name, cs.Started, cs.Ready, cs.RestartCount)
+		}
+	}
+	bare := in
+	bare.Pod = pod.DeepCopy()
+	bare.Pod.Spec.EphemeralContainers = nil
+	want := Generate(bare)
+	got.EphemeralContainerStatuses = nil
+	if !reflect.DeepEqual(want, got) {
+		t.Errorf("the ephemeral containers change the status:\nwith:    %+v\nwithout: %+v", got, want)
 	}
 }
 

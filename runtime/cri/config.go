@@ -212,25 +212,28 @@ func resourceValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector) 
 // otherwise drop without a word, naming the field.
 func validateContainerFields(pod *v1.Pod) []error {
 	var errs []error
-	check := func(field string, list []v1.Container) {
-		for i := range list {
-			c := &list[i]
-			path := fmt.Sprintf("%s[%d]", field, i)
-			if len(c.EnvFrom) > 0 {
-				errs = append(errs, fmt.Errorf("%s.envFrom: not supported by podlife's CRI adapter", path))
-			}
-			for j, e := range c.Env {
-				if e.ValueFrom == nil {
-					continue
-				}
-				if _, err := envValue(pod, c, e.ValueFrom); err != nil {
-					errs = append(errs, fmt.Errorf("%s.env[%d] (%s).valueFrom: %w", path, j, e.Name, err))
-				}
-			}
-			errs = append(errs, validateLifecycle(path, c)...)
+	for _, list := range podContainerLists(pod) {
+		for i := range list.cs {
+			errs = append(errs, containerFieldErrors(pod, fmt.Sprintf("%s[%d]", list.field, i), &list.cs[i])...)
 		}
 	}
-	check("spec.initContainers", pod.Spec.InitContainers)
-	check("spec.containers", pod.Spec.Containers)
 	return errs
+}
+
+// containerFieldErrors are validateContainerFields' problems with one
+// container, whose field is path.
+func containerFieldErrors(pod *v1.Pod, path string, c *v1.Container) []error {
+	var errs []error
+	if len(c.EnvFrom) > 0 {
+		errs = append(errs, fmt.Errorf("%s.envFrom: not supported by podlife's CRI adapter", path))
+	}
+	for j, e := range c.Env {
+		if e.ValueFrom == nil {
+			continue
+		}
+		if _, err := envValue(pod, c, e.ValueFrom); err != nil {
+			errs = append(errs, fmt.Errorf("%s.env[%d] (%s).valueFrom: %w", path, j, e.Name, err))
+		}
+	}
+	return append(errs, validateLifecycle(path, c)...)
 }

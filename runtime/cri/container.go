@@ -20,7 +20,11 @@ import (
 // known (runAsNonRoot is then checked as if the image ran as root). Its
 // errors (runAsNonRoot, a volume that cannot be set up) wrap
 // runtime.ErrFailedPrecondition.
-func (r *Runtime) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, img *runtimeapi.Image, sandboxID string) (*runtimeapi.ContainerConfig, error) {
+//
+// targetID, when set, is the container whose PID namespace this one joins
+// (an ephemeral container's target): the kubelet's NamespaceMode_TARGET,
+// unless the pod shares one PID namespace or uses the node's.
+func (r *Runtime) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, img *runtimeapi.Image, sandboxID, targetID string) (*runtimeapi.ContainerConfig, error) {
 	if err := verifyRunAsNonRoot(pod, c, effectiveSecurityContext(pod, c), img); err != nil {
 		return nil, err
 	}
@@ -54,6 +58,9 @@ func (r *Runtime) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 			Resources:       linuxResources(pod, c, r.opts.NodeMemoryCapacity),
 		},
 	}
+	if ns := cfg.Linux.SecurityContext.NamespaceOptions; targetID != "" && ns.Pid == runtimeapi.NamespaceMode_CONTAINER {
+		ns.Pid, ns.TargetId = runtimeapi.NamespaceMode_TARGET, targetID
+	}
 	return cfg, nil
 }
 
@@ -66,15 +73,8 @@ func (r *Runtime) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 // the options provider's error, a volume that cannot be set up),
 // CreateContainerError, RunContainerError or PostStartHookError; each but
 // the last is also a Failed event "Error: ...", as the kubelet records it.
-func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, restartCount int) error {
-	fail := func(se *runtime.StartError, eventText string) error {
-		r.event(pod, v1.EventTypeWarning, eventFailed, "Error: %s", eventText)
-		return fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), se)
-	}
-	configError := func(err error) error {
-		se := startError(c, runtime.ErrCreateContainerConfig, err.Error(), err)
-		return fail(se, se.Message)
-	}
+// targetID is containerConfig's.
+func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, restartCount int, targetID string) error {
 	img, err := r.ensureImage(ctx, pod, c, sandboxCfg)
 	if err != nil {
 		var se *runtime.StartError
@@ -82,20 +82,20 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			se = startError(c, runtime.ErrImagePull, err.Error(), err)
 		}
 		// As the kubelet: the event names the reason, the status tells more.
-		return fail(se, se.ReasonText())
+		return r.startFailed(pod, c, se, se.ReasonText())
 	}
 	if img == nil && needsImageUser(effectiveSecurityContext(pod, c)) {
 		// Just pulled: runAsNonRoot needs the image's user.
 		if img, err = r.imageStatus(ctx, pod, c); err != nil {
-			return configError(err)
+			return r.configError(pod, c, err)
 		}
 	}
-	cfg, err := r.containerConfig(ctx, pod, c, restartCount, img, sandboxID)
+	cfg, err := r.containerConfig(ctx, pod, c, restartCount, img, sandboxID, targetID)
 	if err != nil {
-		return configError(err)
+		return r.configError(pod, c, err)
 	}
 	if err := r.containerFiles(pod, c, restartCount, cfg); err != nil {
-		return configError(err)
+		return r.configError(pod, c, err)
 	}
 	cctx, cancel := r.callCtx(ctx, 0)
 	resp, err := r.rs.CreateContainer(cctx, &runtimeapi.CreateContainerRequest{
@@ -106,7 +106,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	cancel()
 	if err != nil {
 		se := startError(c, runtime.ErrCreateContainer, status.Convert(err).Message(), fmt.Errorf("create container: %w", fromGRPC(err)))
-		return fail(se, se.Message)
+		return r.startFailed(pod, c, se, se.Message)
 	}
 	r.event(pod, v1.EventTypeNormal, eventCreated, "Created container %s", c.Name)
 	id := resp.GetContainerId()
@@ -115,6 +115,20 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	r.log.V(2).Info("container started", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "container", c.Name, "containerID", id, "restartCount", restartCount)
 	return r.postStart(ctx, pod, c, id, sandboxID)
+}
+
+// startFailed records a Failed event "Error: eventText" and returns se,
+// naming container and pod.
+func (r *Runtime) startFailed(pod *v1.Pod, c *v1.Container, se *runtime.StartError, eventText string) error {
+	r.event(pod, v1.EventTypeWarning, eventFailed, "Error: %s", eventText)
+	return fmt.Errorf("container %q of pod %s: %w", c.Name, podRef(pod), se)
+}
+
+// configError is startFailed for a CreateContainerConfigError: nothing
+// was created, and the next sync tries again.
+func (r *Runtime) configError(pod *v1.Pod, c *v1.Container, err error) error {
+	se := startError(c, runtime.ErrCreateContainerConfig, err.Error(), err)
+	return r.startFailed(pod, c, se, se.Message)
 }
 
 // startCreated starts the created instance id of container name. A
@@ -171,9 +185,6 @@ func validatePod(pod *v1.Pod) error {
 	if len(pod.Spec.Containers) == 0 {
 		errs = append(errs, errors.New("no containers"))
 	}
-	if len(pod.Spec.EphemeralContainers) > 0 {
-		errs = append(errs, fmt.Errorf("spec.ephemeralContainers: not supported by podlife's CRI adapter: %w", runtime.ErrUnimplemented))
-	}
 	for i, c := range pod.Spec.InitContainers {
 		if c.RestartPolicy != nil && *c.RestartPolicy != v1.ContainerRestartPolicyAlways {
 			errs = append(errs, fmt.Errorf("spec.initContainers[%d].restartPolicy: only Always (a sidecar) is allowed, got %q", i, *c.RestartPolicy))
@@ -194,6 +205,15 @@ func validatePod(pod *v1.Pod) error {
 			errs = append(errs, fmt.Errorf("container %q: no image", c.Name))
 		}
 		seen[c.Name] = true
+	}
+	for i, ec := range pod.Spec.EphemeralContainers {
+		// Only what would confuse the plan: the rest of an ephemeral
+		// container is checked when it starts (validateEphemeral), so
+		// that a bad one fails alone, not the pod it was added to.
+		if ec.Name == "" || seen[ec.Name] {
+			errs = append(errs, fmt.Errorf("spec.ephemeralContainers[%d].name: %q is empty or not unique among the pod's containers", i, ec.Name))
+		}
+		seen[ec.Name] = true
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid pod %s: %w", podRef(pod), errors.Join(runtime.ErrInvalidArgument, err))

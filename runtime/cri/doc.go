@@ -43,9 +43,9 @@
 // status, a read-only view of the back-off and the time (the kubelet's
 // computePodActions), decides everything: whether to create the sandbox
 // and why, which containers to stop and why (sandbox dead, spec changed,
-// unknown state), which init container or sidecar comes next, which
-// regular containers start or restart, the back-off to report, and whether
-// every container finished for good. runPlan then carries the plan out,
+// unknown state), which ephemeral containers start, which init container
+// or sidecar comes next, which regular containers start or restart, the
+// back-off to report, and whether every container finished for good. runPlan then carries the plan out,
 // records the back-off of restarts that go ahead, and joins the errors.
 // The plan is logged at verbosity 4 in one line ("sync plan"), so that a
 // user can see why a container was (re)started. The planner's rules are
@@ -90,6 +90,29 @@
 // the sidecars one by one in reverse order with what is left of the grace
 // period. KillContainer stops one container (a failed liveness probe);
 // ExecSync runs a command in one (exec probes).
+//
+// # Ephemeral containers
+//
+// Ephemeral containers (spec.ephemeralContainers, what kubectl debug adds
+// to a running pod) run as in the kubelet (ephemeral.go): each is started
+// once, in the first sync that finds the pod's sandbox up (not the one
+// that creates it) while the pod has neither failed nor finished, before
+// the init containers, and never again, whatever the restart policy: once
+// the runtime has an instance of it, running or exited, it is left alone
+// (an instance created but never started is started). A start that fails
+// before anything was created fails that container alone, with the
+// kubelet's reason (a CreateContainerConfigError for one this adapter
+// cannot run, such as a volume it cannot mount, or whose target has no
+// instance), and the next sync tries again; no crash-loop back-off
+// applies. It gets what a regular container gets (image and pull
+// credentials, the options provider's environment and mounts, its security
+// context) and, with a targetContainerName, joins the PID namespace of that
+// container's newest instance (NamespaceMode_TARGET with its ID, unless the
+// pod shares one PID namespace or the node's). It counts for nothing else:
+// not for the pod's initialization or completion (a pod whose regular
+// containers are done has its sandbox stopped, which ends a debugger still
+// running in it), and KillPod stops it with the others, with the pod's
+// grace period.
 //
 // # Container config
 //
@@ -164,6 +187,5 @@
 // create_container, container_status, list_podsandbox, ...). A pod start
 // on a fake runtime shows where its calls go.
 //
-// Not implemented: ephemeral containers (rejected, naming the field),
-// volume sources other than emptyDir and hostPath, ports.
+// Not implemented: volume sources other than emptyDir and hostPath, ports.
 package cri

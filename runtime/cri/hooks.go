@@ -181,18 +181,21 @@ func preStopFromAnnotations(a map[string]string) *v1.LifecycleHandler {
 	return h
 }
 
-// findContainer returns the spec of a container of the pod, init or
-// regular, or nil.
+// findContainer returns the spec of a container of the pod, init,
+// regular or ephemeral (as a Container: asContainer), or nil.
 func findContainer(pod *v1.Pod, name string) *v1.Container {
 	if pod == nil {
 		return nil
 	}
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			if list[i].Name == name {
-				return &list[i]
+	for _, list := range podContainerLists(pod) {
+		for i := range list.cs {
+			if list.cs[i].Name == name {
+				return &list.cs[i]
 			}
 		}
+	}
+	if ec := findEphemeral(pod, name); ec != nil {
+		return asContainer(ec)
 	}
 	return nil
 }

@@ -197,7 +197,7 @@ func TestValidateInitContainers(t *testing.T) {
 	rt := newRuntime(t, ep)
 	onFailure := v1.ContainerRestartPolicy("OnFailure")
 	for name, edit := range map[string]func(*v1.Pod){
-		"ephemeral": func(p *v1.Pod) { p.Spec.EphemeralContainers = []v1.EphemeralContainer{{}} },
+		"ephemeral without name": func(p *v1.Pod) { p.Spec.EphemeralContainers = []v1.EphemeralContainer{{}} },
 		"init restart": func(p *v1.Pod) {
 			p.Spec.InitContainers = []v1.Container{{Name: "i", Image: testImage, RestartPolicy: &onFailure}}
 		},

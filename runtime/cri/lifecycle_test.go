@@ -151,11 +151,11 @@ func TestInvalidPods(t *testing.T) {
 		}(), `container "c": no image`},
 		{"duplicate names", testPod("x", v1.RestartPolicyAlways, v1.Container{Name: "c"}, v1.Container{Name: "c"}), `container "c": duplicate name`},
 		{"no name", testPod("x", v1.RestartPolicyAlways, v1.Container{}), "container #0 has no name"},
-		{"ephemeral containers", func() *v1.Pod {
+		{"ephemeral container named as another", func() *v1.Pod {
 			p := testPod("x", v1.RestartPolicyAlways, v1.Container{Name: "c"})
-			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{}}
+			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "c", Image: testImage}}}
 			return p
-		}(), "spec.ephemeralContainers: not supported"},
+		}(), `spec.ephemeralContainers[0].name: "c" is empty or not unique`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := rt.SyncPod(ctxT(t), tc.pod, nil)

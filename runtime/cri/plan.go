@@ -41,6 +41,12 @@ type syncPlan struct {
 	// Initialized.
 	Containers []containerStep
 
+	// Ephemeral are the ephemeral containers, in spec order
+	// (planEphemeral). As in the kubelet they are started first, before
+	// the init containers, so that a pod stuck initializing can be
+	// debugged; they hold nothing else up.
+	Ephemeral []containerStep
+
 	// Finished: no regular container runs or is to (re)start: every one has
 	// finished for good, so the sandbox is stopped, unless the sync met an
 	// error.
@@ -95,10 +101,11 @@ type containerKill struct {
 
 // containerStep is the decision for one container of the spec.
 type containerStep struct {
-	Name   string
-	Init   bool // an init container or sidecar
-	Action stepAction
-	Why    string
+	Name      string
+	Init      bool // an init container or sidecar
+	Ephemeral bool // an ephemeral container
+	Action    stepAction
+	Why       string
 	// Kill, when set, is the instance stopped first: a running one whose
 	// spec changed, or one in an unknown state. A failed stop cancels the
 	// rest of the step.
@@ -120,6 +127,12 @@ type containerStep struct {
 	// Counts: a regular container that runs or is meant to (kept, started,
 	// or waiting for its back-off): the pod has not finished.
 	Counts bool
+	// Target is the targetContainerName of an ephemeral container to
+	// start, TargetID the runtime ID of that container's newest instance
+	// ("" when it has none: the start fails), whose PID namespace the new
+	// container joins.
+	Target   string
+	TargetID string
 }
 
 func (k containerKill) String() string {
@@ -143,6 +156,13 @@ func (s containerStep) String() string {
 	}
 	if s.Why != "" {
 		b.WriteString(" (" + s.Why + ")")
+	}
+	if s.Target != "" {
+		id := "none"
+		if s.TargetID != "" {
+			id = shortID(s.TargetID)
+		}
+		fmt.Fprintf(&b, " pid namespace of %s %s", s.Target, id)
 	}
 	if len(s.Prune) > 0 {
 		ids := make([]string, len(s.Prune))
@@ -171,6 +191,9 @@ func (p *syncPlan) lines() []string {
 		}
 	} else {
 		out = append(out, "sandbox: keep "+shortID(p.SandboxID))
+	}
+	for _, s := range p.Ephemeral {
+		out = append(out, "ephemeral "+s.String())
 	}
 	for _, s := range p.Init {
 		out = append(out, "init "+s.String())

@@ -35,6 +35,15 @@ func randomPlanInput(rng *rand.Rand) (planInput, map[string]bool) {
 	for i := range 1 + pick(3) {
 		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: fmt.Sprintf("c%d", i), Image: "img"})
 	}
+	var ephemeral []v1.Container
+	for i := range pick(3) {
+		ec := v1.EphemeralContainer{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: fmt.Sprintf("e%d", i), Image: "img"}}
+		if pick(2) == 0 {
+			ec.TargetContainerName = pod.Spec.Containers[pick(len(pod.Spec.Containers))].Name
+		}
+		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, ec)
+		ephemeral = append(ephemeral, *asContainer(&ec))
+	}
 	st := &runtime.PodStatus{ID: "u1", Name: "web", Namespace: "ns"}
 	for i := range pick(3) {
 		state := runtime.SandboxStateReady
@@ -48,7 +57,7 @@ func randomPlanInput(rng *rand.Rand) (planInput, map[string]bool) {
 	backOff := fakeBackOff{}
 	notStarted := map[string]bool{}
 	id := 0
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers, ephemeral} {
 		for i := range list {
 			c := &list[i]
 			for r := range pick(3) {
@@ -81,8 +90,8 @@ func randomPlanInput(rng *rand.Rand) (planInput, map[string]bool) {
 // plan must hold whatever the rules' details: it is pure; it starts no
 // regular container before the init containers are done; under Never it
 // restarts nothing; each container it stops has a reason that the status
-// bears out; and the pod is finished only when no regular container is to
-// run.
+// bears out; the pod is finished only when no regular container is to
+// run; an ephemeral container is never restarted and changes nothing else.
 func TestPlanProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 2026))
 	for n := range 5000 {
@@ -102,6 +111,7 @@ func TestPlanProperties(t *testing.T) {
 		checkInitFirst(p, in, fail)
 		checkNever(p, in, fail)
 		checkKills(p, in, fail)
+		checkEphemeral(p, in, fail)
 		counts := false
 		for _, s := range p.Containers {
 			counts = counts || s.Action != actNone
@@ -113,6 +123,64 @@ func TestPlanProperties(t *testing.T) {
 }
 
 type failFunc func(format string, args ...any)
+
+// checkEphemeral: an ephemeral container is started only when the runtime
+// has no instance of it (or started once created in this sandbox and
+// never started), never restarted, never waits for a back-off, is stopped
+// only with a dead sandbox, and starts nothing while the sandbox is being
+// created or once the pod failed or finished. And it changes nothing else:
+// without the ephemeral containers in the spec (their instances left in the
+// status), the plan is the same but for them: the sandbox, kills, init
+// and regular containers, initialization and completion.
+func checkEphemeral(p *syncPlan, in planInput, fail failFunc) {
+	if len(p.Ephemeral) != len(in.pod.Spec.EphemeralContainers) && p.Idle == "" {
+		fail("%d ephemeral steps for %d ephemeral containers", len(p.Ephemeral), len(in.pod.Spec.EphemeralContainers))
+	}
+	since := currentSandboxCreated(p, in.status)
+	for _, s := range p.Ephemeral {
+		if !s.Ephemeral || s.Init || s.Counts || s.Restart || s.Kill != nil || s.Action == actBackOff || s.Action == actWait {
+			fail("ephemeral step %s: restart %v, counts %v, kill %v, init %v", s, s.Restart, s.Counts, s.Kill, s.Init)
+		}
+		starts := s.Action == actStart || s.Action == actStartCreated
+		if starts && (p.CreateSandbox || p.Finished || p.InitFailed) {
+			fail("ephemeral %s starts, but createSandbox %v finished %v initFailed %v", s.Name, p.CreateSandbox, p.Finished, p.InitFailed)
+		}
+		cs := in.status.FindContainerStatusByName(s.Name)
+		switch s.Action {
+		case actStart:
+			if cs != nil {
+				fail("ephemeral %s is started again; it has instance %s (%s)", s.Name, cs.ID.ID, cs.State)
+			}
+			if ec := findEphemeral(in.pod, s.Name); s.Target != ec.TargetContainerName {
+				fail("ephemeral %s targets %q, its spec %q", s.Name, s.Target, ec.TargetContainerName)
+			}
+			want := ""
+			if t := in.status.FindContainerStatusByName(s.Target); s.Target != "" && t != nil {
+				want = t.ID.ID
+			}
+			if s.TargetID != want {
+				fail("ephemeral %s: target id %q, want %q (the newest instance of %q)", s.Name, s.TargetID, want, s.Target)
+			}
+		case actStartCreated:
+			if cs == nil || cs.State != runtime.ContainerStateCreated || cs.ID.ID != s.CreatedID || cs.CreatedAt.Before(since) {
+				fail("ephemeral %s: start-created %s, not its newest instance created in this sandbox", s.Name, s.CreatedID)
+			}
+		case actKeep:
+			if cs == nil || cs.State != runtime.ContainerStateRunning {
+				fail("ephemeral %s kept, but not running", s.Name)
+			}
+		}
+	}
+
+	bare := in
+	bare.pod = in.pod.DeepCopy()
+	bare.pod.Spec.EphemeralContainers = nil
+	q := planSync(bare)
+	q.Ephemeral = p.Ephemeral
+	if !reflect.DeepEqual(p, q) {
+		fail("the ephemeral containers change the plan; without them: %s", q)
+	}
+}
 
 // currentSandboxCreated is when the sandbox the plan keeps was created;
 // every instance in the status is older than a sandbox to create.
@@ -263,6 +331,9 @@ func dumpPod(pod *v1.Pod) string {
 	}
 	for _, c := range pod.Spec.Containers {
 		s += " container " + c.Name
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		s += " ephemeral " + c.Name + " (target " + c.TargetContainerName + ")"
 	}
 	return s
 }

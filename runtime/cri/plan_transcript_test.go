@@ -32,6 +32,7 @@ func (f fakeBackOff) waitAt(key string, _, _ time.Time) time.Duration { return f
 //	pod [policy=Always|OnFailure|Never] [grace=N]   (starts a new pod)
 //	init NAME [sidecar] [probe]
 //	container NAME [image=IMAGE]
+//	ephemeral NAME [target=CONTAINER]
 //	sandbox ID ready|notready [created=T] [attempt=N]
 //	status NAME ID created|running|exited|unknown [code=N] [created=T]
 //	       [finished=T] [restarts=N] [hash=old|none]
@@ -106,6 +107,9 @@ func (tr *planTranscript) step(t *testing.T, line string) []string {
 			c.Image = v
 		}
 		tr.pod.Spec.Containers = append(tr.pod.Spec.Containers, c)
+	case "ephemeral":
+		ec := v1.EphemeralContainer{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: fields[1], Image: "img"}, TargetContainerName: args["target"]}
+		tr.pod.Spec.EphemeralContainers = append(tr.pod.Spec.EphemeralContainers, ec)
 	case "sandbox":
 		sb := &runtime.SandboxStatus{ID: fields[1], State: runtime.SandboxStateNotReady, CreatedAt: secs(args["created"]), Attempt: uint32(atoi(args["attempt"]))}
 		if fields[2] == "ready" {

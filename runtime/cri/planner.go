@@ -68,20 +68,23 @@ func planSync(in planInput) *syncPlan {
 		sandboxCreated = sandbox.CreatedAt.UnixNano()
 	}
 	planInit(in, p, sandboxCreated, policy)
-	if !p.Initialized {
-		// Regular containers wait for the init containers; a pod whose
-		// init container failed for good (Never) starts nothing more.
-		return p
-	}
-	counts := 0
-	for i := range pod.Spec.Containers {
-		s := planContainer(in, p, &pod.Spec.Containers[i], sandboxCreated, policy)
-		if s.Counts {
-			counts++
+	// Regular containers wait for the init containers; a pod whose init
+	// container failed for good (Never) starts nothing more.
+	if p.Initialized {
+		counts := 0
+		for i := range pod.Spec.Containers {
+			s := planContainer(in, p, &pod.Spec.Containers[i], sandboxCreated, policy)
+			if s.Counts {
+				counts++
+			}
+			p.Containers = append(p.Containers, s)
 		}
-		p.Containers = append(p.Containers, s)
+		// Ephemeral containers do not count: a pod whose regular
+		// containers are all done has finished, and the sandbox's stop
+		// ends a debugger still running in it.
+		p.Finished = counts == 0
 	}
-	p.Finished = counts == 0
+	planEphemeral(in, p, sandboxCreated)
 	return p
 }
 

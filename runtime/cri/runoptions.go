@@ -75,13 +75,19 @@ func providerView(pod *v1.Pod, p runtime.ContainerOptionsProvider) *v1.Pod {
 			v.VolumeSource = v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}
 		}
 	}
-	for _, list := range [][]v1.Container{view.Spec.InitContainers, view.Spec.Containers} {
-		for i := range list {
-			list[i].EnvFrom = nil
-			for j := range list[i].Env {
-				list[i].Env[j].ValueFrom = nil
-			}
+	strip := func(c *v1.Container) {
+		c.EnvFrom = nil
+		for j := range c.Env {
+			c.Env[j].ValueFrom = nil
 		}
+	}
+	for _, list := range podContainerLists(view) {
+		for i := range list.cs {
+			strip(&list.cs[i])
+		}
+	}
+	for i := range view.Spec.EphemeralContainers {
+		strip(asContainer(&view.Spec.EphemeralContainers[i]))
 	}
 	return view
 }

@@ -191,19 +191,22 @@ func validateSecurity(pod *v1.Pod) []error {
 			errs = append(errs, err)
 		}
 	}
-	for _, list := range []struct {
-		field string
-		cs    []v1.Container
-	}{{"spec.initContainers", pod.Spec.InitContainers}, {"spec.containers", pod.Spec.Containers}} {
-		for i, c := range list.cs {
-			if c.SecurityContext == nil {
-				continue
-			}
-			field := fmt.Sprintf("%s[%d].securityContext.seccompProfile", list.field, i)
-			if err := validateSeccomp(field, c.SecurityContext.SeccompProfile); err != nil {
-				errs = append(errs, err)
-			}
+	for _, list := range podContainerLists(pod) {
+		for i := range list.cs {
+			errs = append(errs, containerSecurityErrors(fmt.Sprintf("%s[%d]", list.field, i), &list.cs[i])...)
 		}
 	}
 	return errs
+}
+
+// containerSecurityErrors are validateSecurity's problems with one
+// container, whose field is path.
+func containerSecurityErrors(path string, c *v1.Container) []error {
+	if c.SecurityContext == nil {
+		return nil
+	}
+	if err := validateSeccomp(path+".securityContext.seccompProfile", c.SecurityContext.SeccompProfile); err != nil {
+		return []error{err}
+	}
+	return nil
 }

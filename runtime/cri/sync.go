@@ -31,6 +31,9 @@ import (
 //     and restarted. A running container whose recorded spec hash differs
 //     from its spec's (runtime.HashContainer) is stopped with the pod's grace
 //     period and replaced; other running containers are left as they are.
+//   - Ephemeral containers start once, when the sandbox is up, before
+//     the init containers, and never again (planEphemeral); they count
+//     for nothing below.
 //   - Init containers run first, in order, each to success, and sidecars
 //     (restartable init containers) start in their turn; regular
 //     containers start once they are done (planInit). In a new
@@ -63,8 +66,9 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.P
 	return r.runPlan(ctx, pod, podStatus, plan)
 }
 
-// runPlan carries out a plan of planSync: the sandbox, then the init
-// containers, then, once the pod is initialized, the regular containers;
+// runPlan carries out a plan of planSync: the sandbox, then the ephemeral
+// containers, then the init containers, then, once the pod is
+// initialized, the regular containers;
 // a pod whose containers all finished has its sandbox stopped. The errors
 // of all containers are joined; a failure to stop the containers of a dead
 // sandbox or to run a new one ends the sync.
@@ -91,6 +95,13 @@ func (r *Runtime) runPlan(ctx context.Context, pod *v1.Pod, st *runtime.PodStatu
 	}
 	x := &stepRunner{r: r, pod: pod, status: st, sandboxID: sandboxID, sandboxCfg: sandboxCfg}
 	var errs []error
+	for _, s := range p.Ephemeral {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("ephemeral container %q of pod %s: %w", s.Name, podRef(pod), errors.Join(runtime.ErrCanceled, err)))
+			return errors.Join(errs...)
+		}
+		errs = append(errs, x.run(ctx, s)...)
+	}
 	for _, s := range p.Init {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, fmt.Errorf("init container %q of pod %s: %w", s.Name, podRef(pod), err))
@@ -147,8 +158,11 @@ type stepRunner struct {
 func (x *stepRunner) run(ctx context.Context, s containerStep) []error {
 	r, pod := x.r, x.pod
 	what := "container"
-	if s.Init {
+	switch {
+	case s.Init:
 		what = "init container"
+	case s.Ephemeral:
+		what = "ephemeral container"
 	}
 	wrap := func(err error) []error {
 		return []error{fmt.Errorf("%s %q of pod %s: %w", what, s.Name, podRef(pod), err)}
@@ -181,7 +195,12 @@ func (x *stepRunner) run(ctx context.Context, s containerStep) []error {
 	if s.Restart {
 		r.backOff.next(s.BackOffKey)
 	}
-	if err := r.startContainer(ctx, pod, c, x.sandboxID, x.sandboxCfg, s.RestartCount); err != nil {
+	if s.Ephemeral {
+		if err := r.checkEphemeral(pod, s); err != nil {
+			return []error{r.configError(pod, c, err)}
+		}
+	}
+	if err := r.startContainer(ctx, pod, c, x.sandboxID, x.sandboxCfg, s.RestartCount, s.TargetID); err != nil {
 		return []error{err}
 	}
 	for _, id := range s.Prune {

@@ -125,12 +125,13 @@ func volumeProblem(i int, v *v1.Volume) string {
 	return fmt.Sprintf("%s.%s: not supported by podlife's CRI adapter (emptyDir and hostPath are)", field, volumeSourceField(&v.VolumeSource))
 }
 
-// mountedVolumes is the set of volume names some container mounts.
+// mountedVolumes is the set of volume names some init or regular
+// container mounts (an ephemeral container's are checked when it starts).
 func mountedVolumes(pod *v1.Pod) map[string]bool {
 	out := map[string]bool{}
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			for _, m := range list[i].VolumeMounts {
+	for _, list := range podContainerLists(pod) {
+		for i := range list.cs {
+			for _, m := range list.cs[i].VolumeMounts {
 				out[m.Name] = true
 			}
 		}
@@ -157,24 +158,29 @@ func validateVolumes(pod *v1.Pod) []error {
 			errs = append(errs, fmt.Errorf("%s; a container mounts it", p))
 		}
 	}
-	for _, list := range []struct {
-		field string
-		cs    []v1.Container
-	}{{"spec.initContainers", pod.Spec.InitContainers}, {"spec.containers", pod.Spec.Containers}} {
+	for _, list := range podContainerLists(pod) {
 		for i := range list.cs {
-			for j, m := range list.cs[i].VolumeMounts {
-				field := fmt.Sprintf("%s[%d].volumeMounts[%d] (%s)", list.field, i, j, m.Name)
-				switch {
-				case byName[m.Name] == nil:
-					errs = append(errs, fmt.Errorf("%s.name: no volume %q in spec.volumes", field, m.Name))
-				case m.SubPathExpr != "" && m.SubPath != "":
-					errs = append(errs, fmt.Errorf("%s.subPathExpr: subPathExpr and subPath are mutually exclusive", field))
-				case filepath.IsAbs(m.SubPath) || hasDotDot(m.SubPath):
-					errs = append(errs, fmt.Errorf("%s.subPath: %q must be a relative path without '..'", field, m.SubPath))
-				case m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled:
-					errs = append(errs, fmt.Errorf("%s.recursiveReadOnly: Enabled is not supported by podlife's CRI adapter", field))
-				}
-			}
+			errs = append(errs, volumeMountErrors(byName, fmt.Sprintf("%s[%d]", list.field, i), &list.cs[i])...)
+		}
+	}
+	return errs
+}
+
+// volumeMountErrors are validateVolumes' problems with the mounts of one
+// container, whose field is path; byName are the pod's volumes.
+func volumeMountErrors(byName map[string]*v1.Volume, path string, c *v1.Container) []error {
+	var errs []error
+	for j, m := range c.VolumeMounts {
+		field := fmt.Sprintf("%s.volumeMounts[%d] (%s)", path, j, m.Name)
+		switch {
+		case byName[m.Name] == nil:
+			errs = append(errs, fmt.Errorf("%s.name: no volume %q in spec.volumes", field, m.Name))
+		case m.SubPathExpr != "" && m.SubPath != "":
+			errs = append(errs, fmt.Errorf("%s.subPathExpr: subPathExpr and subPath are mutually exclusive", field))
+		case filepath.IsAbs(m.SubPath) || hasDotDot(m.SubPath):
+			errs = append(errs, fmt.Errorf("%s.subPath: %q must be a relative path without '..'", field, m.SubPath))
+		case m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled:
+			errs = append(errs, fmt.Errorf("%s.recursiveReadOnly: Enabled is not supported by podlife's CRI adapter", field))
 		}
 	}
 	return errs

@@ -13,7 +13,10 @@
 // attempt is AlreadyExists.
 //
 // Containers: CreateContainer → CREATED (the sandbox must be READY, the image
-// present, the name and attempt unused in the sandbox); StartContainer →
+// present, the name and attempt unused in the sandbox; with PID namespace
+// mode TARGET, an ephemeral container's, the target must be a running
+// container of the same sandbox, as containerd checks: the mode is
+// recorded, not enacted); StartContainer →
 // RUNNING; StopContainer → EXITED with code 0. Their first arguments choose
 // what the "process" does, with the same words as the project's local pause
 // image: "exit N" exits with N right after starting; "hang" ignores SIGTERM,

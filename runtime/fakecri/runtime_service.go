@@ -279,6 +279,11 @@ func (r *runtimeService) CreateContainer(_ context.Context, req *runtimeapi.Crea
 			return nil, status.Errorf(codes.AlreadyExists, "container name %q (attempt %d) is reserved for %q", md.GetName(), md.GetAttempt(), c.id)
 		}
 	}
+	if ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions(); ns.GetPid() == runtimeapi.NamespaceMode_TARGET {
+		if err := validateTargetLocked(sb, ns.GetTargetId()); err != nil {
+			return nil, err
+		}
+	}
 	c := &container{
 		id:        s.newIDLocked("container", sb.id+"/"+md.GetName()),
 		sandboxID: sb.id,
@@ -292,6 +297,21 @@ func (r *runtimeService) CreateContainer(_ context.Context, req *runtimeapi.Crea
 	}
 	s.addContainerLocked(sb, c)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
+}
+
+// validateTargetLocked checks the target of a container that joins
+// another's PID namespace (NamespaceMode_TARGET, an ephemeral container's),
+// as containerd does: a running container of the same sandbox. containerd
+// answers with a plain error (gRPC Unknown), and so does fakecri.
+func validateTargetLocked(sb *sandbox, id string) error {
+	t, ok := sb.containers[id]
+	switch {
+	case id == "" || !ok:
+		return status.Errorf(codes.Unknown, "invalid target container: container %q does not exist in sandbox %s", id, sb.id)
+	case t.state != runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return status.Errorf(codes.Unknown, "invalid target container: container %q is not running - in state %s", id, t.state)
+	}
+	return nil
 }
 
 func (r *runtimeService) StartContainer(_ context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -367,5 +368,59 @@ func TestHelpers(t *testing.T) {
 	}
 	if err := s.Forget("nope"); err == nil {
 		t.Fatal("Forget of an unknown ID")
+	}
+}
+
+// A container that joins another's PID namespace (NamespaceMode_TARGET,
+// an ephemeral container's) needs a running container of its sandbox as
+// the target, as containerd checks.
+func TestCreateContainerTargetNamespace(t *testing.T) {
+	_, c := start(t, fakecri.Options{Images: []string{"img"}})
+	ctx := ctx(t)
+	sandbox := func(uid string) string {
+		sb, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig(uid)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sb.GetPodSandboxId()
+	}
+	sid, other := sandbox("u1"), sandbox("u2")
+	create := func(sandboxID, name, target string) (string, error) {
+		cfg := containerConfig(name, "img")
+		if target != "-" {
+			cfg.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_TARGET, TargetId: target}}}
+		}
+		r, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: cfg})
+		return r.GetContainerId(), err
+	}
+	mainID, err := create(sid, "main", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherID, err := create(other, "main", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{mainID, otherID} {
+		if _, err := c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createdID, err := create(sid, "created", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, target string }{{"no target", ""}, {"unknown", "nope"}, {"other sandbox", otherID}, {"not running", createdID}} {
+		if _, err := create(sid, "debug-"+strings.ReplaceAll(tc.name, " ", "-"), tc.target); code(err) != codes.Unknown {
+			t.Errorf("%s: %v, want Unknown", tc.name, err)
+		}
+	}
+	id, err := create(sid, "debug", mainID)
+	if err != nil {
+		t.Fatalf("target running in the sandbox: %v", err)
+	}
+	if _, err := c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -293,3 +293,32 @@ func waitSynced(ctx context.Context, t *testing.T, rt *cri.Runtime, pod *v1.Pod,
 		}
 	}
 }
+
+// TestRealRuntimePrivilegedContainer runs a privileged container on a real
+// CRI runtime: its sandbox is privileged too (containerd refuses a
+// privileged container in a sandbox that is not: "no privileged container
+// allowed in sandbox"), and it runs.
+func TestRealRuntimePrivilegedContainer(t *testing.T) {
+	rt := newRealRuntime(t, nil)
+	image := realImage()
+	ctx := realContext(t, time.Minute)
+	pod := realPod(image)
+	yes := true
+	pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: &yes}
+	cleanupPod(t, rt, pod)
+	for {
+		err := rt.SyncPod(ctx, pod, nil)
+		st, serr := rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if serr != nil {
+			t.Fatal(serr)
+		}
+		if c := st.FindContainerStatusByName(pod.Spec.Containers[0].Name); c != nil && c.State == runtime.ContainerStateRunning {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("privileged container never ran: last SyncPod error %v, status %+v", err, st.ContainerStatuses)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

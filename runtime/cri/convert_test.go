@@ -194,6 +194,25 @@ func TestSandboxConfig(t *testing.T) {
 		cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_NODE || cfg.Linux.Sysctls != nil {
 		t.Errorf("node-network sandbox config: %v, %v", cfg, err)
 	}
+	if cfg.Linux.SecurityContext.Privileged {
+		t.Error("sandbox privileged without a privileged container")
+	}
+	yes := true
+	for _, edit := range []func(p *v1.Pod){
+		func(p *v1.Pod) {
+			p.Spec.InitContainers = []v1.Container{{Name: "i", SecurityContext: &v1.SecurityContext{Privileged: &yes}}}
+		},
+		func(p *v1.Pod) { p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: &yes} },
+		func(p *v1.Pod) {
+			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "e", SecurityContext: &v1.SecurityContext{Privileged: &yes}}}}
+		},
+	} {
+		priv := pod.DeepCopy()
+		edit(priv)
+		if cfg, err := node.sandboxConfig(priv, 0); err != nil || !cfg.Linux.SecurityContext.Privileged {
+			t.Errorf("sandbox of a pod with a privileged container not privileged: %v, %v", cfg.GetLinux().GetSecurityContext(), err)
+		}
+	}
 	podNet := &Runtime{opts: Options{CgroupParent: "/podlife", NetworkMode: NetworkModePod}.withDefaults()}
 	cfg, err = podNet.sandboxConfig(pod, 0)
 	if err != nil || cfg.Hostname != "p" || cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_POD {

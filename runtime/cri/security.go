@@ -110,10 +110,13 @@ func (r *Runtime) containerSecurityContext(pod *v1.Pod, c *v1.Container) *runtim
 }
 
 // sandboxSecurityContext is the sandbox's: the pod's user and group, its
-// fsGroup and supplementalGroups as supplemental groups, and its seccomp
-// profile (Unconfined when it sets none), as the kubelet sets them.
+// fsGroup and supplementalGroups as supplemental groups, its seccomp
+// profile (Unconfined when it sets none), and privileged when a container
+// of the pod is (a runtime refuses a privileged container in a sandbox that
+// is not: containerd's "no privileged container allowed in sandbox"), as
+// the kubelet sets them.
 func (r *Runtime) sandboxSecurityContext(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
-	out := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: r.namespaceOptions(pod)}
+	out := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: r.namespaceOptions(pod), Privileged: hasPrivilegedContainer(pod)}
 	var profile *v1.SeccompProfile
 	if ps := pod.Spec.SecurityContext; ps != nil {
 		if ps.RunAsUser != nil {
@@ -209,4 +212,26 @@ func containerSecurityErrors(path string, c *v1.Container) []error {
 		return []error{err}
 	}
 	return nil
+}
+
+// hasPrivilegedContainer reports whether a container of the pod, init,
+// regular or ephemeral, is privileged (the kubelet's
+// HasPrivilegedContainer).
+func hasPrivilegedContainer(pod *v1.Pod) bool {
+	privileged := func(sc *v1.SecurityContext) bool {
+		return sc != nil && sc.Privileged != nil && *sc.Privileged
+	}
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if privileged(list[i].SecurityContext) {
+				return true
+			}
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if privileged(pod.Spec.EphemeralContainers[i].SecurityContext) {
+			return true
+		}
+	}
+	return false
 }

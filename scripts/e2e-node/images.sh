@@ -20,7 +20,7 @@
 #                      (also tagged 2.55, the suite's "previous" agnhost)
 #   nonroot:1.5        debian-base, USER 1234  busybox rootfs, user 1234
 #   nonewprivs:1.4     alpine + setuid nnp     busybox rootfs + setuid /usr/local/bin/nnp from test/images/nonewprivs
-#   pause:3.10.2       the pause container     the project's pause image (scripts/containerd/start.sh), retagged
+#   pause:3.10.2       pause, USER 65535:65535 the project's pause binary (scripts/containerd/start.sh's), user 65535:65535
 # Other images the suite names (nginx, httpd-like, dns test images) are not
 # built: the specs that use them are in skip.txt or fail on the missing image.
 set -euo pipefail
@@ -199,7 +199,20 @@ for i in busybox agnhost nonroot nonewprivs; do
 done
 ctr images tag --force "$AGNHOST" "$AGNHOST_PREV" >/dev/null
 has "$CRI_PAUSE_IMAGE" || die "$CRI_PAUSE_IMAGE is not in containerd (scripts/containerd/start.sh imports it)"
-ctr images tag --force "$CRI_PAUSE_IMAGE" "$PAUSE" >/dev/null
+# pause:3.10.2 as the real image is: /pause as the entrypoint, user
+# 65535:65535 (specs run it as a container under the restricted Pod Security
+# level, runAsNonRoot without a runAsUser: the image's user must not be
+# root). The binary is the sandbox image's, which containerd's script built
+# in its CRI_DIR (the socket's folder).
+pausebin=$(dirname "$SOCK")/build/pause
+[ -x "$pausebin" ] || die "no pause binary at $pausebin (scripts/containerd/start.sh builds it)"
+pw=$(mktemp -d)
+mkdir -p "$pw/rootfs"
+install -m 0755 "$pausebin" "$pw/rootfs/pause"
+oci_archive "$PAUSE" "$pw/rootfs" '{"Entrypoint":["/pause"],"User":"65535:65535"}' "$pw/pause.tar"
+log "importing pause"
+ctr images import "$pw/pause.tar" >/dev/null || { rm -rf "$pw"; die "ctr images import pause failed"; }
+rm -rf "$pw"
 have=$(ctr images ls -q)
 for n in "$BUSYBOX" "$AGNHOST" "$AGNHOST_PREV" "$NONROOT" "$NONEWPRIVS" "$PAUSE"; do
 	has "$n" || die "image $n missing after import"

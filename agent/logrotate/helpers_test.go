@@ -42,7 +42,7 @@ func newFakeRuntime() *fakeRuntime {
 
 // run adds a running container with its log file (created empty) at
 // dir/POD/NAME/0.log, and returns that path.
-func (f *fakeRuntime) run(t *testing.T, dir, pod, name string) string {
+func (f *fakeRuntime) run(t testing.TB, dir, pod, name string) string {
 	t.Helper()
 	path := filepath.Join(dir, pod, name, "0.log")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

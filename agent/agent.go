@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/agent/logrotate"
 	"github.com/podlife/podlife/agent/server"
 	"github.com/podlife/podlife/internal/sysctl"
 	"github.com/podlife/podlife/metrics"
@@ -43,7 +44,8 @@ type Agent struct {
 	cluster clusterParts    // what Options.Cluster adds
 	prober  *prober.Manager // nil with Options.DisableProbes
 	syncer  *syncer
-	server  *server.Server // Options.Server's, or nil
+	server  *server.Server     // Options.Server's, or nil
+	logs    *logrotate.Manager // container log rotation, or nil
 	sysctls *sysctl.Allowlist
 
 	started atomic.Bool
@@ -236,6 +238,10 @@ func New(opts Options) (*Agent, error) {
 		// housekeeping still terminates what the runtime runs.
 		a.sources = append(a.sources, namedRunner{"none", emptySource{a.config.Sink("none")}})
 	}
+	// Last: it registers metrics, and nothing fails after it.
+	if err := a.newLogRotation(); err != nil {
+		return nil, a.cleanup(fmt.Errorf("agent: log rotation: %w", err))
+	}
 	return a, nil
 }
 
@@ -300,6 +306,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.server != nil {
 		run("node server", a.server.Run)
+	}
+	if a.logs != nil {
+		run("log rotation", a.logs.Run)
 	}
 	run("sync loop", a.syncLoop)
 	<-ctx.Done()

@@ -36,6 +36,9 @@ func TestNewValidates(t *testing.T) {
 		{"negative", agent.Options{Runtime: rt, NodeName: "n", HousekeepingInterval: -1}, "HousekeepingInterval must not be negative"},
 		{"source twice", agent.Options{Runtime: rt, NodeName: "n", ManifestPath: "/x", Sources: []agent.Source{{Name: "file", New: nil}}}, `source "file" given twice`},
 		{"nil admit handler", agent.Options{Runtime: rt, NodeName: "n", AdmitHandlers: []agent.AdmitHandler{nil}}, "AdmitHandlers[0] is nil"},
+		{"one log file", agent.Options{Runtime: rt, NodeName: "n", ContainerLogMaxFiles: 1}, "ContainerLogMaxFiles must be at least 2"},
+		{"negative log interval", agent.Options{Runtime: rt, NodeName: "n", ContainerLogMonitorInterval: -1}, "ContainerLogMonitorInterval must not be negative"},
+		{"negative log workers", agent.Options{Runtime: rt, NodeName: "n", ContainerLogMaxWorkers: -1}, "ContainerLogMaxWorkers must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := agent.New(tc.opts)

@@ -115,6 +115,16 @@
 // Such a sync records no FailedSync event: the runtime recorded the
 // kubelet's events for it.
 //
+// # Container logs
+//
+// The containers' log files are rotated as the kubelet's container log
+// manager does (agent/logrotate): every 10 s, a running container's log
+// that has reached Options.ContainerLogMaxSize (10 MiB) is renamed and
+// reopened by the runtime, the older rotated files gzipped, at most
+// Options.ContainerLogMaxFiles (5) kept. It needs a runtime that gives a
+// container's log file and reopens it (runtime/cri does); a negative
+// ContainerLogMaxSize turns it off. Agent.LogRotation returns it.
+//
 // # Ownership
 //
 // New builds everything and starts nothing; Run starts every goroutine and

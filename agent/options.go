@@ -108,6 +108,23 @@ type Options struct {
 	// nil: no server.
 	Server *server.Options
 
+	// ContainerLogMaxSize is the size in bytes from which a running
+	// container's log file is rotated (agent/logrotate; the kubelet's
+	// containerLogMaxSize). Default 10 MiB; negative: no rotation. The
+	// rotation runs only on a runtime that can give a container's log
+	// file and reopen it (runtime/cri).
+	ContainerLogMaxSize int64
+	// ContainerLogMaxFiles is the most log files a container instance
+	// keeps, the current one included (containerLogMaxFiles). Default 5;
+	// at least 2.
+	ContainerLogMaxFiles int
+	// ContainerLogMonitorInterval is the period of the log rotation pass
+	// (containerLogMonitorInterval). Default 10s.
+	ContainerLogMonitorInterval time.Duration
+	// ContainerLogMaxWorkers is how many containers the rotation checks
+	// at once (containerLogMaxWorkers). Default 1.
+	ContainerLogMaxWorkers int
+
 	// MirrorClient creates and deletes the mirror pods of static pods in the
 	// API server (podmanager/kubemirror). Default nil: no mirror pods.
 	MirrorClient podmanager.MirrorClient
@@ -218,6 +235,7 @@ func (o Options) validate() error {
 		{"BackOffPeriod", o.BackOffPeriod},
 		{"MaxBackOffPeriod", o.MaxBackOffPeriod},
 		{"StatusWaitTimeout", o.StatusWaitTimeout},
+		{"ContainerLogMonitorInterval", o.ContainerLogMonitorInterval},
 	} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", d.name, d.d))
@@ -225,6 +243,12 @@ func (o Options) validate() error {
 	}
 	if o.RelistWorkers < 0 {
 		errs = append(errs, fmt.Errorf("RelistWorkers must not be negative, got %d", o.RelistWorkers))
+	}
+	if o.ContainerLogMaxFiles != 0 && o.ContainerLogMaxFiles < 2 {
+		errs = append(errs, fmt.Errorf("ContainerLogMaxFiles must be at least 2, got %d", o.ContainerLogMaxFiles))
+	}
+	if o.ContainerLogMaxWorkers < 0 {
+		errs = append(errs, fmt.Errorf("ContainerLogMaxWorkers must not be negative, got %d", o.ContainerLogMaxWorkers))
 	}
 	names := map[string]bool{}
 	if o.ManifestPath != "" {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // config is the command line.
@@ -60,6 +61,10 @@ type config struct {
 	nodeIP            string
 	// allowedUnsafeSysctls, comma-separated (agent.Options.AllowedUnsafeSysctls)
 	allowedUnsafeSysctls string
+	// container log rotation, the kubelet's flags (agent.Options.ContainerLogMaxSize
+	// in bytes, negative: off; ContainerLogMaxFiles)
+	containerLogMaxSize  int64
+	containerLogMaxFiles int
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -88,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.authorizationMode, "authorization-mode", "Webhook", "node server authorization: Webhook (SubjectAccessReview to the API server) or AlwaysAllow")
 	fs.StringVar(&c.nodeIP, "node-ip", "", "the Node's InternalIP, where the API server reaches the node server (default: the machine's first global IPv4 address)")
 	fs.StringVar(&c.allowedUnsafeSysctls, "allowed-unsafe-sysctls", "", `comma-separated unsafe sysctls or patterns ending with '*' ("kernel.msg*,net.core.somaxconn") pods may set besides the safe ones; others are rejected (SysctlForbidden)`)
+	var logMaxSize string
+	fs.StringVar(&logMaxSize, "container-log-max-size", "10Mi", "size (a quantity: 10Mi, 500Ki) from which a running container's log file is rotated; negative: no rotation")
+	fs.IntVar(&c.containerLogMaxFiles, "container-log-max-files", 5, "most log files kept per container, the current one included (at least 2); older rotated ones are compressed")
 	fs.BoolVar(&c.demo, "demo", false, "run the demo story on the embedded runtime, print what happened and exit (0 when every check held)")
 	fs.IntVar(&c.verbosity, "v", 2, "log verbosity: 0 errors and notable events, 2 pod lifecycle transitions, 4 every update")
 	if err := fs.Parse(args); err != nil {
@@ -116,6 +124,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.nodeIP != "" && net.ParseIP(c.nodeIP) == nil {
 		return c, fmt.Errorf("--node-ip %q is not an IP address", c.nodeIP)
 	}
+	var err error
+	if c.containerLogMaxSize, err = parseLogMaxSize(logMaxSize); err != nil {
+		return c, err
+	}
+	if c.containerLogMaxFiles < 2 {
+		return c, fmt.Errorf("--container-log-max-files %d: want at least 2", c.containerLogMaxFiles)
+	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
@@ -129,6 +144,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("--demo injects faults into the embedded runtime; it cannot run with --cri-endpoint")
 	}
 	return c, nil
+}
+
+// parseLogMaxSize reads --container-log-max-size, a quantity as the
+// kubelet's (10Mi, 500Ki, 1G); negative turns the rotation off.
+func parseLogMaxSize(s string) (int64, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, fmt.Errorf("--container-log-max-size %q: %w", s, err)
+	}
+	n, ok := q.AsInt64()
+	if !ok || n == 0 {
+		return 0, fmt.Errorf("--container-log-max-size %q: want a whole number of bytes, not 0 (negative: no rotation)", s)
+	}
+	return n, nil
 }
 
 // newLogger logs readable lines on w: time, logger name, message, key/values.

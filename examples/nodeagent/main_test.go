@@ -33,7 +33,20 @@ func TestFlags(t *testing.T) {
 		c.eventQPS != 50 || c.eventBurst != 100 {
 		t.Errorf("defaults: %+v, %v", c, err)
 	}
-	for _, bad := range [][]string{{"--event-qps", "0"}, {"--event-burst", "-1"}, {"--kube-api-qps", "-2"}} {
+	if c.containerLogMaxSize != 10<<20 || c.containerLogMaxFiles != 5 {
+		t.Errorf("log rotation defaults: %d bytes, %d files; want the kubelet's 10Mi and 5", c.containerLogMaxSize, c.containerLogMaxFiles)
+	}
+	for _, tc := range []struct {
+		flag string
+		want int64
+	}{{"500Ki", 500 << 10}, {"1G", 1e9}, {"2048", 2048}, {"-1", -1}} {
+		if c, err := parseFlags([]string{"--container-log-max-size", tc.flag}, io.Discard); err != nil || c.containerLogMaxSize != tc.want {
+			t.Errorf("--container-log-max-size %s: %d, %v; want %d", tc.flag, c.containerLogMaxSize, err, tc.want)
+		}
+	}
+	for _, bad := range [][]string{{"--event-qps", "0"}, {"--event-burst", "-1"}, {"--kube-api-qps", "-2"},
+		{"--container-log-max-size", "0"}, {"--container-log-max-size", "ten"}, {"--container-log-max-size", "0.5"},
+		{"--container-log-max-files", "1"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%v: no error", bad)
 		}

@@ -80,6 +80,9 @@ func serve(ctx context.Context, c config, log logr.Logger) error {
 		ManifestPath: c.manifests,
 		Registerer:   reg,
 		Logger:       log.WithName("agent"),
+
+		ContainerLogMaxSize:  c.containerLogMaxSize,
+		ContainerLogMaxFiles: c.containerLogMaxFiles,
 	}
 	for _, s := range strings.Split(c.allowedUnsafeSysctls, ",") {
 		if s = strings.TrimSpace(s); s != "" {

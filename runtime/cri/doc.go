@@ -177,6 +177,11 @@
 // new folder. Close stops that goroutine; the next Runtime on the same
 // VolumeRoot deletes what is left.
 //
+// For a node server and the log rotation (agent/server, agent/logrotate)
+// the Runtime gives a container's log file (ContainerLogPath, from CRI
+// ContainerStatus), whether it runs (ContainerRunning), and has the
+// runtime reopen it after a rotation (ReopenContainerLog).
+//
 // # Metrics
 //
 // With Options.Registerer, every CRI call is counted and timed as the

@@ -33,6 +33,15 @@
 // and ListPodSandbox filter by ID (the full ID or a unique prefix), sandbox,
 // state and label selector, together.
 //
+// Logs: a container whose sandbox has a LogDirectory and whose config a
+// LogPath gets its CRI log file (their join, ContainerStatus.LogPath)
+// created when it starts; "log ARGS" writes ARGS to it, "exit CODE"
+// "pause: exiting with CODE", as the pause image prints them, and WriteLog
+// makes a running container print more. ReopenContainerLog of a running
+// container creates the file again when a log rotation renamed it away;
+// of a container that is not running it answers Unknown ("container is not
+// running", as containerd) and creates nothing.
+//
 // Images: references are normalized as containerd normalizes them
 // ("busybox" is docker.io/library/busybox:latest). An image has a "sha256:"
 // ID, the tags it was pulled as (RepoTags) and repo@digest for each
@@ -78,11 +87,11 @@
 // hooks can be tested on it.
 //
 // Only the calls above are implemented (Version, Status, the sandbox,
-// container and image calls, ExecSync, UpdateContainerResources); streaming
-// exec, attach and port-forward (a URL alone would not help: a client dials
-// it and expects a stream with a process behind it), logs, stats, events,
-// checkpoint and runtime config answer Unimplemented. Labels and filters
-// are honoured; there are no processes, mounts or networks.
+// container and image calls, ExecSync, UpdateContainerResources,
+// ReopenContainerLog), with Exec, Attach and PortForward on a streaming
+// server (streaming.go) and made-up stats (stats.go); events, checkpoint
+// and runtime config answer Unimplemented. Labels and filters are
+// honoured; there are no processes, mounts or networks.
 //
 // # Why not k8s.io/cri-api/pkg/apis/testing
 //

@@ -468,7 +468,7 @@ func (r *runtimeService) ContainerStatus(_ context.Context, req *runtimeapi.Cont
 
 // logPathLocked is where a runtime writes the container's log: the
 // sandbox's LogDirectory joined with the container's LogPath, "" unless
-// both are set. (fakecri writes no log; a test may.)
+// both are set (logs.go writes it).
 func (s *Server) logPathLocked(c *container) string {
 	sb := s.sandboxes[c.sandboxID]
 	if sb == nil || sb.config.GetLogDirectory() == "" || c.config.GetLogPath() == "" {

@@ -133,8 +133,9 @@ ctr() { "$CTR" --address "$SOCK" -n k8s.io "$@" 2>>"$LOG"; }
 
 # ------------------------------------------------------------ pause image
 # A static Go binary (sleeps until SIGTERM/SIGINT, reaps children; "echo",
-# "log", "exit", "hang", "serve" and "write" modes for exec, log, exit-code,
-# grace-period, HTTP-probe and termination-message tests), packed as an OCI image-layout archive by a standard-library-only Go
+# "log", "exit", "hang", "serve", "write" and "chatty" modes for exec, log,
+# exit-code, grace-period, HTTP-probe, termination-message and log-rotation
+# tests), packed as an OCI image-layout archive by a standard-library-only Go
 # program.
 build_image() {
 	local b=$CRI_DIR/build
@@ -162,9 +163,14 @@ EOF
 //	pause write FILE CODE TEXT...  write TEXT to FILE (created, truncated),
 //	                            then exit with CODE (termination messages,
 //	                            exec hooks that leave a mark)
+//	pause chatty [BYTES_PER_SECOND]  print numbered 100-byte lines
+//	                            ("chatty 000000042 xxx...") to stdout at about
+//	                            that rate (default 100000), then sleep as
+//	                            above (log rotation)
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"net/http"
 	"os"
@@ -224,6 +230,12 @@ func main() {
 				os.Exit(2)
 			}
 			os.Exit(code)
+		case "chatty":
+			rate := 100000
+			if len(os.Args) > 2 {
+				rate, _ = strconv.Atoi(os.Args[2])
+			}
+			go chatty(rate)
 		}
 	}
 	sigs := make(chan os.Signal, 4)
@@ -245,6 +257,27 @@ func main() {
 		}
 		fmt.Fprintf(os.Stderr, "pause: got %v, exiting\n", s)
 		os.Exit(0)
+	}
+}
+
+// chatty prints numbered lines of 100 bytes, newline included, so that
+// stdout carries about rate bytes a second, in bursts every 10 ms.
+func chatty(rate int) {
+	const lineLen = 100
+	pad := strings.Repeat("x", lineLen)
+	w := bufio.NewWriterSize(os.Stdout, 64<<10)
+	start := time.Now()
+	for n := 0; ; {
+		due := int(time.Since(start).Seconds() * float64(rate) / lineLen)
+		for ; n < due; n++ {
+			l := fmt.Sprintf("chatty %09d ", n)
+			w.WriteString(l + pad[:lineLen-1-len(l)] + "\n")
+		}
+		if err := w.Flush(); err != nil {
+			fmt.Fprintf(os.Stderr, "pause: chatty: %v\n", err)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 EOF
@@ -374,7 +407,8 @@ func must(err error) {
 EOF
 	(cd "$b/src" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$b/pause" ./pause &&
 		GOWORK=off GOFLAGS=-buildvcs=false go build -o "$b/mkimage" ./mkimage) >&2 || die "building the pause image failed"
-	"$b/mkimage" -bin "$b/pause" -name "$CRI_PAUSE_IMAGE" -out "$b/pause.tar.new" >/dev/null || die "mkimage failed"
+	"$b/mkimage" -bin "$b/pause" -name "$CRI_PAUSE_IMAGE" -out "$b/pause.tar.new" >"$b/pause.digest.new" || die "mkimage failed"
+	mv "$b/pause.digest.new" "$b/pause.digest"
 	mv "$b/pause.tar.new" "$b/pause.tar"
 	printf '%s\n' "$CRI_PAUSE_IMAGE" >"$b/pause.name"
 }
@@ -384,11 +418,18 @@ if [ ! -s "$CRI_DIR/build/pause.tar" ] || [ "$(cat "$CRI_DIR/build/pause.name" 2
 	build_image
 fi
 
+# The image is imported when the runtime lacks it, and again when it was
+# rebuilt since it was imported (a new pause mode reaches a containerd that
+# kept running); build/imported.digest names the build last imported.
 import_image() {
-	if ! has_line "$(ctr images ls -q)" "$CRI_PAUSE_IMAGE"; then
+	local built imported
+	built=$(cat "$CRI_DIR/build/pause.digest" 2>/dev/null || true)
+	imported=$(cat "$CRI_DIR/build/imported.digest" 2>/dev/null || true)
+	if ! has_line "$(ctr images ls -q)" "$CRI_PAUSE_IMAGE" || [ "$built" != "$imported" ]; then
 		log "importing $CRI_PAUSE_IMAGE"
 		ctr images import "$CRI_DIR/build/pause.tar" >/dev/null || die "ctr images import failed (see $LOG)"
 		has_line "$(ctr images ls -q)" "$CRI_PAUSE_IMAGE" || die "image $CRI_PAUSE_IMAGE not visible after import"
+		printf '%s\n' "$built" >"$CRI_DIR/build/imported.digest"
 	fi
 }
 

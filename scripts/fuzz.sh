@@ -9,8 +9,11 @@ export PATH=/usr/local/go/bin:$PATH
 FUZZTIME=${FUZZTIME:-10s}
 
 status=0
-for pkg in $(go list ./...); do
-	targets=$(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)
+# The targets are found in the sources (a Fuzz function at the start of a
+# line of a _test.go file), not with `go test -list`, which compiles every
+# package's tests: on a fresh machine that alone took about 8 minutes.
+while read -r pkg dir; do
+	targets=$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$dir"/*_test.go 2>/dev/null | sort -u)
 	for target in $targets; do
 		echo "fuzz: $pkg $target ($FUZZTIME)"
 		for try in 1 2; do
@@ -32,6 +35,6 @@ for pkg in $(go list ./...); do
 			break
 		done
 	done
-done
+done < <(go list -f '{{.ImportPath}} {{.Dir}}' ./...)
 rm -f /tmp/fuzz.$$.log
 exit $status

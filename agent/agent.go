@@ -49,6 +49,10 @@ type Agent struct {
 	sysctls *sysctl.Allowlist
 
 	started atomic.Bool
+	// runtimeEvents: the runtime records the container events itself,
+	// Started included (runtime/cri); otherwise the agent records Started
+	// when a relist sees a container running.
+	runtimeEvents bool
 	// forgotten are the pods the workers forgot in recent housekeeping
 	// passes, with the relister's count of begun relists right after: a
 	// listing numbered up to it may still show them. Only housekeeping
@@ -178,6 +182,7 @@ func New(opts Options) (*Agent, error) {
 	// can (runtime/cri), on the agent's recorder.
 	if s, ok := opts.Runtime.(interface{ SetRecorder(cri.EventRecorder) }); ok && opts.Recorder != nil {
 		s.SetRecorder(opts.Recorder)
+		a.runtimeEvents = true
 	}
 	if !opts.DisableProbes {
 		if err := a.newProber(); err != nil {

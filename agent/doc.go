@@ -101,9 +101,11 @@
 // are created for static pods; agent/status writes pod statuses in the
 // background (one PATCH each, coalesced, never blocking a pod worker,
 // dropping pods the API says are gone) and deletes a pod being deleted
-// once it finished; agent/events records the kubelet's events (Started,
-// Killing, BackOff, FailedSync from the agent; the runtime may add its
-// own with the same recorder, Agent.EventRecorder). The Node's InternalIP
+// once it finished; agent/events records the kubelet's events (Killing,
+// BackOff, FailedSync from the agent; a runtime that records its own with
+// the same recorder, as runtime/cri does, records Started right after each
+// start; for any other runtime the agent records Started when a relist
+// sees a container running; Agent.EventRecorder). The Node's InternalIP
 // becomes the pods' hostIP.
 //
 // A container the runtime could not start (a *runtime.StartError in

@@ -181,7 +181,7 @@ func (a *Agent) handleRuntimeEvent(ev runtime.PodEvent) {
 		return
 	}
 	a.log.V(4).Info("runtime event", "pod", podRef(pod), "podUID", pod.UID, "event", ev.Type)
-	if ev.Type == runtime.ContainerStarted && a.opts.Recorder != nil {
+	if ev.Type == runtime.ContainerStarted && a.opts.Recorder != nil && !a.runtimeEvents {
 		if st, err := a.cache.Get(pod.UID); err == nil && st != nil {
 			for _, cs := range st.ContainerStatuses {
 				if cs.ID.ID == ev.ContainerID {

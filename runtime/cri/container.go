@@ -145,6 +145,9 @@ func (r *Runtime) startCreated(ctx context.Context, pod *v1.Pod, name, id string
 			Err: fmt.Errorf("start container %q: %w", id, fromGRPC(err))}
 		return fmt.Errorf("container %q of pod %s: %w", name, podRef(pod), se)
 	}
+	// As the kubelet, right after the start: a container that exits at once
+	// is never seen running by a relist, yet it started.
+	r.event(pod, v1.EventTypeNormal, eventStarted, "Started container %s", name)
 	return nil
 }
 

@@ -20,6 +20,7 @@ const (
 	eventPulling     = "Pulling"
 	eventPulled      = "Pulled"
 	eventCreated     = "Created"
+	eventStarted     = "Started"
 	eventFailed      = "Failed"
 	eventUnsupported = "UnsupportedPodFields"
 	// eventBackOff: an image pull deferred by its back-off.
@@ -35,7 +36,7 @@ type recorderBox struct{ rec EventRecorder }
 
 // SetRecorder makes the adapter record the kubelet's container events
 // (Pulling, Pulled, BackOff, InspectFailed, ErrImageNeverPull, Created,
-// Failed) and a warning about the pod-spec
+// Started, Failed) and a warning about the pod-spec
 // fields it does not honour, on rec. The agent calls it with its own
 // recorder (agent.Options.Cluster); nil stops the events. It is safe to
 // call at any time.

@@ -20,6 +20,8 @@
 #                      (also tagged 2.55, the suite's "previous" agnhost)
 #   nonroot:1.5        debian-base, USER 1234  busybox rootfs, user 1234
 #   nonewprivs:1.4     alpine + setuid nnp     busybox rootfs + setuid /usr/local/bin/nnp from test/images/nonewprivs
+#   glibc-dns-testing:2.1.1  debian (glibc)    busybox rootfs + the machine's hostname with its libraries,
+#                                              /etc/nsswitch.conf "hosts: files dns"
 #   pause:3.10.2       pause, USER 65535:65535 the project's pause binary (scripts/containerd/start.sh's), user 65535:65535
 # Other images the suite names (nginx, httpd-like, dns test images) are not
 # built: the specs that use them are in skip.txt or fail on the missing image.
@@ -40,6 +42,7 @@ AGNHOST=$E2E/agnhost:2.66.1
 AGNHOST_PREV=$E2E/agnhost:2.55
 NONROOT=$E2E/nonroot:1.5
 NONEWPRIVS=$E2E/nonewprivs:1.4
+GLIBC=$E2E/glibc-dns-testing:2.1.1
 PAUSE=localhost/k8s/pause:3.10.2
 
 bin=$E2E_CACHE/bin
@@ -93,6 +96,23 @@ if [ ! -x "$bin/curl-root/usr/bin/curl" ]; then
 	mv "$d" "$bin/curl-root"
 fi
 curl_key=$(cd "$bin/curl-root" && find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)
+# hostname for the glibc-dns-testing image (Debian with glibc's resolver:
+# `hostname -f` reads the FQDN from the kubelet-managed /etc/hosts through
+# NSS): the machine's hostname with the libraries it loads, as curl above.
+if [ ! -x "$bin/hostname-root/bin/hostname" ]; then
+	log "copying the machine's hostname and its libraries"
+	c=$(command -v hostname)
+	d=$(mktemp -d)
+	mkdir -p "$d/bin"
+	cp -L "$c" "$d/bin/hostname"
+	for lib in $(ldd "$c" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+		mkdir -p "$d$(dirname "$lib")"
+		cp -L "$lib" "$d$lib"
+	done
+	rm -rf "$bin/hostname-root"
+	mv "$d" "$bin/hostname-root"
+fi
+hostname_key=$(cd "$bin/hostname-root" && find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)
 
 gobuild() { # output package
 	[ -x "$bin/$1" ] && return
@@ -156,7 +176,7 @@ busybox_rootfs() {
 
 PATHENV='"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"'
 # The archives are rebuilt when this script or a binary changes.
-key=$( (sha256sum "${BASH_SOURCE[0]}" "$bin/busybox" "$bin/bash-static" "$bin/agnhost" "$bin/nnp" | cut -d' ' -f1; echo "$curl_key") | sha256sum | cut -c1-16)
+key=$( (sha256sum "${BASH_SOURCE[0]}" "$bin/busybox" "$bin/bash-static" "$bin/agnhost" "$bin/nnp" | cut -d' ' -f1; echo "$curl_key $hostname_key") | sha256sum | cut -c1-16)
 if [ "$(cat "$imgs/key" 2>/dev/null)" != "$key" ]; then
 	log "writing the image archives"
 	w=$(mktemp -d)
@@ -185,6 +205,11 @@ if [ "$(cat "$imgs/key" 2>/dev/null)" != "$key" ]; then
 	mkdir -p "$w/nonewprivs/usr/local/bin"
 	install -m 4755 "$bin/nnp" "$w/nonewprivs/usr/local/bin/nnp"
 	oci_archive "$NONEWPRIVS" "$w/nonewprivs" '{"Env":['"$PATHENV"'],"Cmd":["nnp"]}' "$imgs/nonewprivs.tar"
+	cp -a "$w/busybox" "$w/glibc"
+	rm -f "$w/glibc/bin/hostname"
+	cp -a "$bin/hostname-root/." "$w/glibc/"
+	printf '%s\n' 'hosts: files dns' >"$w/glibc/etc/nsswitch.conf"
+	oci_archive "$GLIBC" "$w/glibc" '{"Env":['"$PATHENV"'],"Cmd":["sh"]}' "$imgs/glibc.tar"
 	rm -rf "$w"
 	printf '%s\n' "$key" >"$imgs/key"
 fi
@@ -193,7 +218,7 @@ fi
 ctr() { "$CTR" --address "$SOCK" -n k8s.io "$@"; }
 have=$(ctr images ls -q)
 has() { case $'\n'$have$'\n' in *$'\n'"$1"$'\n'*) return 0 ;; esac; return 1; }
-for i in busybox agnhost nonroot nonewprivs; do
+for i in busybox agnhost nonroot nonewprivs glibc; do
 	log "importing $i"
 	ctr images import "$imgs/$i.tar" >/dev/null || die "ctr images import $i failed"
 done
@@ -214,7 +239,7 @@ log "importing pause"
 ctr images import "$pw/pause.tar" >/dev/null || { rm -rf "$pw"; die "ctr images import pause failed"; }
 rm -rf "$pw"
 have=$(ctr images ls -q)
-for n in "$BUSYBOX" "$AGNHOST" "$AGNHOST_PREV" "$NONROOT" "$NONEWPRIVS" "$PAUSE"; do
+for n in "$BUSYBOX" "$AGNHOST" "$AGNHOST_PREV" "$NONROOT" "$NONEWPRIVS" "$GLIBC" "$PAUSE"; do
 	has "$n" || die "image $n missing after import"
 done
-log "images ready: $BUSYBOX $AGNHOST $AGNHOST_PREV $NONROOT $NONEWPRIVS $PAUSE"
+log "images ready: $BUSYBOX $AGNHOST $AGNHOST_PREV $NONROOT $NONEWPRIVS $GLIBC $PAUSE"

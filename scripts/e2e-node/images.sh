@@ -16,7 +16,7 @@
 #   busybox:1.37.0-2   the busybox image       Debian's busybox-static, a symlink per applet in /bin,
 #                                              sh (and bash) Debian's bash-static (see below)
 #   agnhost:2.66.1     alpine + agnhost        busybox rootfs + /agnhost built from test/images/agnhost,
-#                                              and the machine's curl with its shared libraries
+#                                              /bin/bash (bash-static), and the machine's curl with its shared libraries
 #                      (also tagged 2.55, the suite's "previous" agnhost)
 #   nonroot:1.5        debian-base, USER 1234  busybox rootfs, user 1234
 #   nonewprivs:1.4     alpine + setuid nnp     busybox rootfs + setuid /usr/local/bin/nnp from test/images/nonewprivs
@@ -191,6 +191,9 @@ if [ "$(cat "$imgs/key" 2>/dev/null)" != "$key" ]; then
 
 	cp -a "$w/busybox" "$w/agnhost"
 	cp "$bin/agnhost" "$w/agnhost/agnhost"
+	# The real image (Alpine) has bash, which specs run as /bin/bash
+	# (the probe specs' SIGTERM traps); its sh stays busybox's.
+	cp "$bin/bash-static" "$w/agnhost/bin/bash"
 	cp -a "$bin/curl-root/." "$w/agnhost/"
 	ln -s agnhost "$w/agnhost/agnhost-2"
 	mkdir -p "$w/agnhost/uploads"

@@ -16,7 +16,8 @@
 #   busybox:1.37.0-2   the busybox image       Debian's busybox-static, a symlink per applet in /bin,
 #                                              sh (and bash) Debian's bash-static (see below)
 #   agnhost:2.66.1     alpine + agnhost        busybox rootfs + /agnhost built from test/images/agnhost,
-#                                              /bin/bash (bash-static), and the machine's curl with its shared libraries
+#                                              /bin/bash (bash-static), the machine's curl and Debian's
+#                                              netcat-openbsd (nc) with their shared libraries
 #                      (also tagged 2.55, the suite's "previous" agnhost)
 #   nonroot:1.5        debian-base, USER 1234  busybox rootfs, user 1234
 #   nonewprivs:1.4     alpine + setuid nnp     busybox rootfs + setuid /usr/local/bin/nnp from test/images/nonewprivs
@@ -113,6 +114,25 @@ if [ ! -x "$bin/hostname-root/bin/hostname" ]; then
 	mv "$d" "$bin/hostname-root"
 fi
 hostname_key=$(cd "$bin/hostname-root" && find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)
+# nc for the agnhost image: the real one has netcat-openbsd, whose -u the
+# networking specs' UDP dial checks use (busybox's nc has no -u). Debian's,
+# installed on the machine if missing, with the libraries it loads.
+if [ ! -x "$bin/nc-root/usr/bin/nc" ]; then
+	log "copying netcat-openbsd and its libraries"
+	[ -x /bin/nc.openbsd ] || { apt-get update -qq && apt-get install -y -qq netcat-openbsd; } >&2 ||
+		die "apt-get install netcat-openbsd failed"
+	c=/bin/nc.openbsd
+	d=$(mktemp -d)
+	mkdir -p "$d/usr/bin"
+	cp -L "$c" "$d/usr/bin/nc"
+	for lib in $(ldd "$c" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+		mkdir -p "$d$(dirname "$lib")"
+		cp -L "$lib" "$d$lib"
+	done
+	rm -rf "$bin/nc-root"
+	mv "$d" "$bin/nc-root"
+fi
+nc_key=$(cd "$bin/nc-root" && find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)
 
 gobuild() { # output package
 	[ -x "$bin/$1" ] && return
@@ -176,7 +196,7 @@ busybox_rootfs() {
 
 PATHENV='"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"'
 # The archives are rebuilt when this script or a binary changes.
-key=$( (sha256sum "${BASH_SOURCE[0]}" "$bin/busybox" "$bin/bash-static" "$bin/agnhost" "$bin/nnp" | cut -d' ' -f1; echo "$curl_key $hostname_key") | sha256sum | cut -c1-16)
+key=$( (sha256sum "${BASH_SOURCE[0]}" "$bin/busybox" "$bin/bash-static" "$bin/agnhost" "$bin/nnp" | cut -d' ' -f1; echo "$curl_key $hostname_key $nc_key") | sha256sum | cut -c1-16)
 if [ "$(cat "$imgs/key" 2>/dev/null)" != "$key" ]; then
 	log "writing the image archives"
 	w=$(mktemp -d)
@@ -195,6 +215,8 @@ if [ "$(cat "$imgs/key" 2>/dev/null)" != "$key" ]; then
 	# (the probe specs' SIGTERM traps); its sh stays busybox's.
 	cp "$bin/bash-static" "$w/agnhost/bin/bash"
 	cp -a "$bin/curl-root/." "$w/agnhost/"
+	rm -f "$w/agnhost/bin/nc" "$w/agnhost/usr/bin/nc"
+	cp -a "$bin/nc-root/." "$w/agnhost/"
 	ln -s agnhost "$w/agnhost/agnhost-2"
 	mkdir -p "$w/agnhost/uploads"
 	cp "$SRC/test/images/agnhost/porter/localhost.crt" "$SRC/test/images/agnhost/porter/localhost.key" "$w/agnhost/"

@@ -16,7 +16,7 @@
 #   busybox:1.37.0-2   the busybox image       Debian's busybox-static, a symlink per applet in /bin,
 #                                              sh (and bash) Debian's bash-static (see below)
 #   agnhost:2.66.1     alpine + agnhost        busybox rootfs + /agnhost built from test/images/agnhost,
-#                                              /bin/bash (bash-static), the machine's curl and Debian's
+#                                              /bin/bash and /bin/sh (bash-static), the machine's curl and Debian's
 #                                              netcat-openbsd (nc) with their shared libraries
 #                      (also tagged 2.55, the suite's "previous" agnhost)
 #   nonroot:1.5        debian-base, USER 1234  busybox rootfs, user 1234
@@ -212,8 +212,12 @@ if [ "$(cat "$imgs/key" 2>/dev/null)" != "$key" ]; then
 	cp -a "$w/busybox" "$w/agnhost"
 	cp "$bin/agnhost" "$w/agnhost/agnhost"
 	# The real image (Alpine) has bash, which specs run as /bin/bash
-	# (the probe specs' SIGTERM traps); its sh stays busybox's.
+	# (the probe specs' SIGTERM traps). Its sh is bash too: Debian's
+	# busybox ash runs its own applets before anything on the PATH, so
+	# `sh -c 'nc -u ...'` got busybox's nc, which has no -u.
+	rm -f "$w/agnhost/bin/bash" "$w/agnhost/bin/sh"
 	cp "$bin/bash-static" "$w/agnhost/bin/bash"
+	ln -sf bash "$w/agnhost/bin/sh"
 	cp -a "$bin/curl-root/." "$w/agnhost/"
 	rm -f "$w/agnhost/bin/nc" "$w/agnhost/usr/bin/nc"
 	cp -a "$bin/nc-root/." "$w/agnhost/"

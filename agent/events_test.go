@@ -1,6 +1,9 @@
 package agent_test
 
 import (
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -57,5 +60,41 @@ func TestClusterEventsOptions(t *testing.T) {
 	_, err := agent.New(base(events.Options{QPS: -1}))
 	if err == nil || !strings.Contains(err.Error(), "QPS must not be negative") {
 		t.Fatalf("QPS -1: %v, want the recorder's refusal", err)
+	}
+}
+
+// An HTTP liveness probe redirected to another host succeeds with the
+// kubelet's ProbeWarning event (the container is not restarted).
+func TestProbeWarningEvent(t *testing.T) {
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://0.0.0.0/", http.StatusFound)
+	}))
+	t.Cleanup(web.Close)
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(web.URL, "http://"))
+	_, endpoint := startFakeCRI(t, fakecri.Options{})
+	rec := record.NewFakeRecorder(1000)
+	dir := t.TempDir()
+	writeManifest(t, dir, "web.yaml", manifest("web", 1)+
+		"    livenessProbe:\n      httpGet: {host: \""+host+"\", port: "+port+", path: /}\n      periodSeconds: 1\n      failureThreshold: 1\n")
+	ra := startAgentWith(t, endpoint, dir, func(o *agent.Options) { o.Recorder = rec })
+	uid := ra.podUID(t, "web")
+	waitRunning(t, ra, uid)
+	const want = `Warning ProbeWarning Liveness probe warning: Probe terminated redirects, Response body: <a href="http://0.0.0.0/">Found</a>.`
+	var got []string
+	podworkertest.WaitFor(t, waitTimeout, "a ProbeWarning event", func() bool {
+		for {
+			select {
+			case e := <-rec.Events:
+				got = append(got, e)
+				if strings.HasPrefix(e, want) {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	})
+	if st, _ := ra.StatusReporter().Status(uid); len(st.ContainerStatuses) != 1 || st.ContainerStatuses[0].RestartCount != 0 {
+		t.Fatalf("container statuses %+v, want no restart", st.ContainerStatuses)
 	}
 }

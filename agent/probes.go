@@ -25,6 +25,7 @@ type ContainerKiller interface {
 func (a *Agent) newProber() error {
 	po := prober.Options{
 		OnResult:   a.onProbeResult,
+		OnWarning:  a.onProbeWarning,
 		Logger:     a.opts.Logger.WithName("prober"),
 		Clock:      a.opts.Clock,
 		Registerer: a.opts.Registerer,
@@ -58,6 +59,14 @@ func (a *Agent) onProbeResult(u prober.Update) {
 	}
 	_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
 	a.workers.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: pod, MirrorPod: mirror})
+}
+
+// onProbeWarning records the kubelet's ProbeWarning event for a probe that
+// succeeded with a warning (an HTTP redirect to another host, not followed).
+func (a *Agent) onProbeWarning(u prober.Update) {
+	if pod, ok := a.pods.GetPodByUID(u.PodUID); ok {
+		a.event(pod, v1.EventTypeWarning, eventProbeWarning, "%s probe warning: %s", probeName(u.Probe), u.Output)
+	}
 }
 
 func probeName(t prober.ProbeType) string {

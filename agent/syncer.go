@@ -146,15 +146,19 @@ func (a *Agent) publishStarted(ctx context.Context, pod, mirrorPod *v1.Pod) {
 
 // Event reasons the agent records, as the kubelet names them. The agent
 // records what it sees: a container found running by the relister
-// (Started), containers it stops (Killing), a restart the runtime deferred
-// (BackOff) and a failed sync (FailedSync). Pulling, Pulled and Created
-// are the runtime's to record.
+// (Started, for a runtime that records no events of its own), containers
+// it stops (Killing), a restart the runtime deferred (BackOff), a failed
+// sync (FailedSync), probes that failed (Unhealthy) or succeeded with a
+// warning (ProbeWarning). Pulling, Pulled, Created and, with runtime/cri,
+// Started are the runtime's to record.
 const (
 	eventFailedSync = "FailedSync"
 	eventStarted    = "Started"
 	eventKilling    = "Killing"
 	eventBackOff    = "BackOff"
 	eventUnhealthy  = "Unhealthy"
+	// eventProbeWarning: a probe that succeeded with a warning.
+	eventProbeWarning = "ProbeWarning"
 )
 
 // event records an event about pod, when the agent has a Recorder.

@@ -46,8 +46,9 @@
 //     http or https (without certificate verification) on the pod IP (or the
 //     probe's host) and a port given by number or by the name of a container
 //     port; a status in [200, 400) passes; redirects are followed only to
-//     the same host (a redirect elsewhere is a success, not followed); the
-//     body kept is at most 10 KiB; the User-Agent is kube-probe/1.37 unless
+//     the same host (a redirect elsewhere is a success with a warning, not
+//     followed); the body kept is at most 10 KiB; the User-Agent is
+//     kube-probe/1.37 unless
 //     the probe's headers set one; a "Host" header sets the request's host.
 //     tcpSocket passes when a connection opens. grpc calls
 //     grpc.health.v1.Health/Check with the probe's service, without TLS;
@@ -84,6 +85,7 @@
 //     status manager hook are replaced by OnResult and UpdatePodStatus.
 //   - The container start time and the pod IP come from SetContainers, not
 //     from a status cache the prober reads.
-//   - No "Warning" result: a redirect to another host is a Success whose
-//     output says so.
+//   - No "Warning" result: a redirect to another host is a Success, and
+//     Options.OnWarning hears of it with the kubelet's message at every
+//     probe that ends so (the kubelet records a ProbeWarning event).
 package prober

@@ -357,3 +357,31 @@ func TestDialerInjected(t *testing.T) {
 		t.Fatalf("dialed %v", dialed)
 	}
 }
+
+// An HTTP probe redirected to another host succeeds with a warning, as the
+// kubelet's probe.Warning: OnWarning hears the kubelet's message, with the
+// response's body (the e2e specs "should *not* be restarted with a
+// non-local redirect http liveness probe" wait for the ProbeWarning event
+// the agent records from it).
+func TestHTTPRedirectElsewhereWarns(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://0.0.0.0/", http.StatusFound)
+	}))
+	defer srv.Close()
+	host, port := splitHostPort(t, srv.URL)
+	warnings := make(chan prober.Update, 10)
+	u := probeOnce(t, v1.Container{}, v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(int32(port))}}, host,
+		func(o *prober.Options) { o.OnWarning = func(u prober.Update) { warnings <- u } })
+	if u.Result != prober.Success {
+		t.Fatalf("result %v, want Success", u.Result)
+	}
+	select {
+	case w := <-warnings:
+		const want = `Probe terminated redirects, Response body: <a href="http://0.0.0.0/">Found</a>.`
+		if !strings.Contains(w.Output, want) || w.Probe != prober.Startup || w.ContainerName != "c" || w.Result != prober.Success {
+			t.Fatalf("warning %+v, want %q from the startup probe of c", w, want)
+		}
+	default:
+		t.Fatal("no warning")
+	}
+}

@@ -92,7 +92,9 @@ func (m *Manager) probeHTTP(ctx context.Context, g *v1.HTTPGetAction, host strin
 	}
 	if resp.StatusCode >= http.StatusOK && resp.StatusCode < http.StatusBadRequest {
 		if resp.StatusCode >= http.StatusMultipleChoices {
-			return Success, fmt.Sprintf("redirect to another host not followed (%d)", resp.StatusCode)
+			// A redirect to another host, not followed: a success with a
+			// warning, and the kubelet's words.
+			return warning, fmt.Sprintf("Probe terminated redirects, Response body: %s", body)
 		}
 		return Success, string(body)
 	}

@@ -60,6 +60,13 @@ type Options struct {
 	// lock held; it should return quickly (enqueue a pod sync). An Update can
 	// arrive just after RemovePod returns; ignore it. Default: none.
 	OnResult func(Update)
+	// OnWarning is called at every probe that succeeded with a warning
+	// (the kubelet's probe.Warning, which it records as a ProbeWarning
+	// event): an HTTP probe whose redirect to another host was not followed;
+	// Output is the kubelet's message, "Probe terminated redirects,
+	// Response body: ...". As OnResult, from the probe goroutines with no
+	// lock held. Default: none.
+	OnWarning func(Update)
 	// Logger for probe failures (V(2)) and outcomes (V(4)). Zero value
 	// discards.
 	Logger logr.Logger

@@ -42,6 +42,12 @@ const (
 	Failure
 )
 
+// warning is what a probe returns for a success that deserves a word (the
+// kubelet's probe.Warning: an HTTP probe whose redirect to another host was
+// not followed). It is published as Success, and Options.OnWarning hears of
+// it at every probe that ends so.
+const warning Result = -1
+
 func (r Result) String() string {
 	switch r {
 	case Success:

@@ -163,6 +163,13 @@ func (w *worker) run(ctx context.Context) {
 			start := clk.Now()
 			res, out := w.m.runProbe(ctx, w, t)
 			end := clk.Now()
+			if res == warning {
+				res = Success
+				if w.m.opts.OnWarning != nil {
+					w.m.opts.OnWarning(Update{PodUID: w.pod.uid, PodName: w.pod.name, PodNamespace: w.pod.namespace,
+						ContainerName: w.c.spec.Name, ContainerID: t.containerID, Probe: w.typ, Result: Success, Output: out})
+				}
+			}
 			w.m.mu.Lock()
 			upd, changed := w.recordLocked(t.containerID, res, out, start, end)
 			w.m.mu.Unlock()

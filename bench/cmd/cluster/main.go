@@ -170,6 +170,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			return err
 		}
 	}
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+		return err
+	}
 	logf("engine logs in %s", c.logDir)
 	var rows []row
 	for _, eng := range c.engines {
@@ -256,6 +259,7 @@ func runOnce(ctx context.Context, c config, eng string, n int, vols bench.Cluste
 	}
 	ownBefore := own.Load()
 	pBefore := proxy.Snapshot()
+	fBefore := proxy.Failed()
 	opsBefore := runtimeOps(ctx, metricsURL)
 	var pMid map[string]int
 	var opsMid map[string]float64
@@ -276,7 +280,8 @@ func runOnce(ctx context.Context, c config, eng string, n int, vols bench.Cluste
 	if err == nil {
 		r.server = after - before - float64(own.Load()-ownBefore)
 	}
-	logf("%s%+v; err %v; engine requests %d (%s); load %s", eng+what, r.res, r.err, r.engReq, bench.FormatCounts(r.byKey), r.load)
+	failed, _ := bench.Diff(fBefore, proxy.Failed())
+	logf("%s%+v; err %v; engine requests %d (%s); failed (status 400 and above): %s; load %s", eng+what, r.res, r.err, r.engReq, bench.FormatCounts(r.byKey), bench.FormatCounts(failed), r.load)
 	if pMid != nil {
 		createPhase, nc := bench.Diff(pBefore, pMid)
 		deletePhase, nd := bench.Diff(pMid, proxy.Snapshot())

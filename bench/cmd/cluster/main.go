@@ -210,8 +210,8 @@ func runEngine(ctx context.Context, c config, eng string, admin kubernetes.Inter
 	}()
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var metricsURL string // podlife's /metrics: its CRI calls
-	stopEngine, err := startEngine(ectx, c, eng, proxy, admin, &metricsURL)
+	var info engineInfo
+	stopEngine, err := startEngine(ectx, c, eng, proxy, admin, &info)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +228,7 @@ func runEngine(ctx context.Context, c config, eng string, admin kubernetes.Inter
 				if ctx.Err() != nil {
 					return rows, ctx.Err()
 				}
-				r := runOnce(ctx, c, eng, n, vols, admin, own, proxy, metricsURL)
+				r := runOnce(ctx, c, eng, n, vols, admin, own, proxy, info)
 				r.run = run
 				rows = append(rows, r)
 				if r.err != nil || !r.res.RunningComplete() || !r.res.GoneComplete() {
@@ -249,7 +249,8 @@ func runEngine(ctx context.Context, c config, eng string, admin kubernetes.Inter
 
 // runOnce runs the workload of n pods with vols once on the running
 // engine eng and returns its row.
-func runOnce(ctx context.Context, c config, eng string, n int, vols bench.ClusterVolumes, admin kubernetes.Interface, own *atomic.Int64, proxy *bench.CountingProxy, metricsURL string) row {
+func runOnce(ctx context.Context, c config, eng string, n int, vols bench.ClusterVolumes, admin kubernetes.Interface, own *atomic.Int64, proxy *bench.CountingProxy, info engineInfo) row {
+	metricsURL := info.metricsURL
 	r := row{engine: eng, vols: vols}
 	r.load = loadavg()
 	before, err := serverRequests(ctx, admin)
@@ -261,12 +262,16 @@ func runOnce(ctx context.Context, c config, eng string, n int, vols bench.Cluste
 	pBefore := proxy.Snapshot()
 	fBefore := proxy.Failed()
 	opsBefore := runtimeOps(ctx, metricsURL)
+	procs := cpuProcesses(c.apiDir, eng, info.pid)
+	cpuBefore := readCPU(procs)
+	var cpuMid cpuReading
 	var pMid map[string]int
 	var opsMid map[string]float64
 	what := fmt.Sprintf(" %d pods, volumes %s: ", n, vols)
 	w := &bench.ClusterWorkload{Admin: admin, Node: c.node, Pods: n, Creators: c.creators, Timeout: c.timeout, Volumes: vols,
 		Logf: func(f string, a ...any) { logf(eng+what+f, a...) },
 		BeforeDelete: func() {
+			cpuMid = readCPU(procs)
 			pMid = proxy.Snapshot()
 			opsMid = runtimeOps(ctx, metricsURL)
 		}}
@@ -286,6 +291,9 @@ func runOnce(ctx context.Context, c config, eng string, n int, vols bench.Cluste
 		createPhase, nc := bench.Diff(pBefore, pMid)
 		deletePhase, nd := bench.Diff(pMid, proxy.Snapshot())
 		logf("%screate phase %d (%s); delete phase %d (%s)", eng+what, nc, bench.FormatCounts(createPhase), nd, bench.FormatCounts(deletePhase))
+	}
+	if cpuMid.when.After(cpuBefore.when) {
+		logf("%sCPU in the create phase (to all Running): %s", eng+what, cpuMid.sub(cpuBefore, procs))
 	}
 	if opsBefore != nil && opsMid != nil {
 		if opsAfter := runtimeOps(ctx, metricsURL); opsAfter != nil {
@@ -372,7 +380,13 @@ func freePort() (int, error) {
 }
 
 // startEngine starts one engine on the node and returns how to stop it.
-func startEngine(ctx context.Context, c config, eng string, proxy *bench.CountingProxy, admin kubernetes.Interface, metricsURL *string) (func(), error) {
+// engineInfo is what startEngine tells of the engine it started.
+type engineInfo struct {
+	metricsURL string // podlife's /metrics (its CRI calls); "" for the others
+	pid        int    // the engine's process; 0 when it runs in the harness
+}
+
+func startEngine(ctx context.Context, c config, eng string, proxy *bench.CountingProxy, admin kubernetes.Interface, info *engineInfo) (func(), error) {
 	kubeconfig := filepath.Join(c.logDir, eng+".kubeconfig")
 	if err := proxy.WriteKubeconfig(kubeconfig); err != nil {
 		return nil, err
@@ -421,7 +435,7 @@ func startEngine(ctx context.Context, c config, eng string, proxy *bench.Countin
 		}
 		args := append([]string{"--kubeconfig", kubeconfig, "--node-name", c.node,
 			"--manifests", manifests, "--listen", "127.0.0.1:" + strconv.Itoa(port), "-v", strconv.Itoa(c.podlifeV)}, c.podlifeArgs...)
-		*metricsURL = "http://127.0.0.1:" + strconv.Itoa(port) + "/metrics"
+		info.metricsURL = "http://127.0.0.1:" + strconv.Itoa(port) + "/metrics"
 		tmp := c.podlifeTmp
 		if tmp == "" {
 			tmp = filepath.Join(c.logDir, "podlife-tmp")
@@ -430,7 +444,8 @@ func startEngine(ctx context.Context, c config, eng string, proxy *bench.Countin
 			stopNode()
 			return nil, err
 		}
-		stop, err := startProcess(ctx, c, eng, []string{"TMPDIR=" + tmp}, bin, args...)
+		stop, pid, err := startProcess(ctx, c, eng, []string{"TMPDIR=" + tmp}, bin, args...)
+		info.pid = pid
 		if err != nil {
 			stopNode()
 			return nil, err
@@ -449,18 +464,20 @@ func startEngine(ctx context.Context, c config, eng string, proxy *bench.Countin
 		args := append([]string{"--morph=kubelet", "--name=" + c.node, "--kubeconfig=" + kubeconfig,
 			"--kubelet-port=" + strconv.Itoa(port), "--kubelet-read-only-port=0", "--use-host-image-service=false",
 			"--kube-api-qps=50", "--kube-api-burst=100", "--max-pods=1100"}, c.kubemarkArgs...)
-		return startProcess(ctx, c, eng, []string{"TMPDIR=" + tmp}, c.kubemark, args...)
+		stop, pid, err := startProcess(ctx, c, eng, []string{"TMPDIR=" + tmp}, c.kubemark, args...)
+		info.pid = pid
+		return stop, err
 	}
 	return nil, fmt.Errorf("unknown engine %q (podlife, vk, kubemark)", eng)
 }
 
 // startProcess starts bin with args and the harness's environment plus
 // env, its output in LOG-DIR/ENGINE.log.
-func startProcess(ctx context.Context, c config, eng string, env []string, bin string, args ...string) (func(), error) {
+func startProcess(ctx context.Context, c config, eng string, env []string, bin string, args ...string) (func(), int, error) {
 	logPath := filepath.Join(c.logDir, eng+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
@@ -468,7 +485,7 @@ func startProcess(ctx context.Context, c config, eng string, env []string, bin s
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, 0, fmt.Errorf("start %s: %w", bin, err)
 	}
 	logf("%s started (pid %d), log %s", eng, cmd.Process.Pid, logPath)
 	done := make(chan struct{})
@@ -481,7 +498,7 @@ func startProcess(ctx context.Context, c config, eng string, env []string, bin s
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-done
 		}
-	}, nil
+	}, cmd.Process.Pid, nil
 }
 
 // handMadeNode creates the Node as admin (Ready, 2000 pods) and renews its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,8 +16,9 @@ import (
 )
 
 // ClusterWorkload creates Pods pods bound to Node in a fresh namespace of a
-// real API server (with the admin client), all at once from Creators
-// goroutines, waits until a watch sees every one Running and Ready, then
+// real API server (with the admin client), each with the volumes Volumes
+// asks for (whose ConfigMaps and Secrets it creates first), all at once
+// from Creators goroutines, waits until a watch sees every one Running and Ready, then
 // deletes them all at once and waits until the watch sees every one gone.
 // Times are the watch's: a pod's create→Running is the time the watch saw it
 // Running minus the time the watch saw it added, so no clock but the
@@ -29,7 +31,11 @@ type ClusterWorkload struct {
 	Image    string        // default localhost/podlife/pause:1.0
 	Timeout  time.Duration // per phase (Running, gone); default 5m
 	Grace    int64         // terminationGracePeriodSeconds; default 2
-	Logf     func(format string, args ...any)
+	// Volumes: which volumes each pod mounts (default VolumesNone: none,
+	// not even the service-account token). Their ConfigMaps and Secrets
+	// are created before the clock starts.
+	Volumes ClusterVolumes
+	Logf    func(format string, args ...any)
 	// BeforeDelete, when set, is called once every pod was seen Running
 	// (or the wait timed out), right before the deletes: a caller counting
 	// requests splits them there into the create and the delete phase.
@@ -42,6 +48,10 @@ type ClusterResult struct {
 	ToRunning, ToGone   time.Duration // from the first create / delete call to the last pod seen
 	P50, P99            time.Duration // create→Running per pod (watch-observed at both ends)
 	CreateCalls         time.Duration // how long the creators took to create every pod
+	// TokenVolumes is how many of the created pods the ServiceAccount
+	// admission gave a token volume (Run checks it: all of them or none,
+	// as Volumes asks).
+	TokenVolumes int
 }
 
 // RunningComplete reports whether every pod was seen Running.
@@ -162,6 +172,14 @@ func (w *ClusterWorkload) Run(ctx context.Context, ns string) (ClusterResult, er
 	}); err != nil {
 		return res, fmt.Errorf("pod informer: %w", err)
 	}
+	names := make([]string, w.Pods)
+	for i := range names {
+		names[i] = fmt.Sprintf("bench-%d", i)
+	}
+	if err := w.prepareNamespace(ctx, ns, names); err != nil {
+		return res, err
+	}
+
 	ictx, stop := context.WithCancel(ctx)
 	defer func() { stop(); factory.Shutdown() }()
 	factory.Start(ictx.Done())
@@ -169,18 +187,26 @@ func (w *ClusterWorkload) Run(ctx context.Context, ns string) (ClusterResult, er
 		return res, fmt.Errorf("pod informer: %w", ctx.Err())
 	}
 
-	names := make([]string, w.Pods)
-	for i := range names {
-		names[i] = fmt.Sprintf("bench-%d", i)
-	}
+	var tokenVolumes atomic.Int64
 	start := time.Now()
 	if err := w.parallel(ctx, names, func(ctx context.Context, name string) error {
-		_, err := w.Admin.CoreV1().Pods(ns).Create(ctx, w.pod(name), metav1.CreateOptions{})
+		p, err := w.Admin.CoreV1().Pods(ns).Create(ctx, clusterPod(name, w.Node, w.Image, w.Grace, w.Volumes), metav1.CreateOptions{})
+		if err == nil && hasTokenVolume(p) {
+			tokenVolumes.Add(1)
+		}
 		return err
 	}); err != nil {
 		return res, fmt.Errorf("create pods: %w", err)
 	}
 	res.CreateCalls = time.Since(start)
+	res.TokenVolumes = int(tokenVolumes.Load())
+	want := 0
+	if w.Volumes.token() {
+		want = w.Pods
+	}
+	if res.TokenVolumes != want {
+		return res, fmt.Errorf("%d of %d pods got a token volume from the admission, want %d (volumes %s)", res.TokenVolumes, w.Pods, want, w.Volumes)
+	}
 	w.Logf("%d pods created in %v", w.Pods, res.CreateCalls.Round(time.Millisecond))
 	res.Running, res.ToRunning = w.wait(ctx, allRun, &mu, &running, start, "Running")
 	if w.BeforeDelete != nil {
@@ -269,22 +295,4 @@ func (w *ClusterWorkload) parallel(ctx context.Context, names []string, f func(c
 		}
 	}
 	return nil
-}
-
-func (w *ClusterWorkload) pod(name string) *v1.Pod {
-	grace := w.Grace
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.PodSpec{
-			NodeName:                      w.Node,
-			RestartPolicy:                 v1.RestartPolicyAlways,
-			TerminationGracePeriodSeconds: &grace,
-			Containers: []v1.Container{{
-				Name:            "c",
-				Image:           w.Image,
-				ImagePullPolicy: v1.PullIfNotPresent,
-				Args:            []string{"hang"},
-			}},
-		},
-	}
 }

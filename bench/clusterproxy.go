@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -26,9 +27,10 @@ import (
 type CountingProxy struct {
 	URL string // http://127.0.0.1:PORT
 
-	srv *http.Server
-	mu  sync.Mutex
-	by  map[string]int // "VERB resource[/subresource]"
+	srv    *http.Server
+	mu     sync.Mutex
+	by     map[string]int // "VERB resource[/subresource]"
+	failed map[string]int // "VERB resource[/subresource] CODE", codes 400 and above
 }
 
 // StartCountingProxy starts a proxy that forwards to upstream's host with
@@ -46,7 +48,7 @@ func StartCountingProxy(upstream *rest.Config) (*CountingProxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy listen: %w", err)
 	}
-	p := &CountingProxy{URL: "http://" + ln.Addr().String(), by: make(map[string]int)}
+	p := &CountingProxy{URL: "http://" + ln.Addr().String(), by: make(map[string]int), failed: make(map[string]int)}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
@@ -56,8 +58,14 @@ func StartCountingProxy(upstream *rest.Config) (*CountingProxy, error) {
 		FlushInterval: -1,
 	}
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.count(r)
-		rp.ServeHTTP(w, r)
+		k := p.count(r)
+		sw := &statusWriter{ResponseWriter: w}
+		rp.ServeHTTP(sw, r)
+		if sw.code >= 400 {
+			p.mu.Lock()
+			p.failed[k+" "+strconv.Itoa(sw.code)]++
+			p.mu.Unlock()
+		}
 	})}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
@@ -74,12 +82,36 @@ func requestKey(r *http.Request) string {
 	return verb + " " + res
 }
 
-func (p *CountingProxy) count(r *http.Request) {
+func (p *CountingProxy) count(r *http.Request) string {
 	k := requestKey(r)
 	p.mu.Lock()
 	p.by[k]++
 	p.mu.Unlock()
+	return k
 }
+
+// statusWriter remembers the status code of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Flush lets the reverse proxy stream watches through.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Snapshot returns the counts so far, by "verb resource".
 func (p *CountingProxy) Snapshot() map[string]int {
@@ -87,6 +119,18 @@ func (p *CountingProxy) Snapshot() map[string]int {
 	defer p.mu.Unlock()
 	m := make(map[string]int, len(p.by))
 	for k, v := range p.by {
+		m[k] = v
+	}
+	return m
+}
+
+// Failed returns the requests answered with a status code of 400 or
+// above so far, by "verb resource code".
+func (p *CountingProxy) Failed() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := make(map[string]int, len(p.failed))
+	for k, v := range p.failed {
 		m[k] = v
 	}
 	return m

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -102,4 +103,78 @@ func eachSample(r io.Reader, name string, fn func(labels string, v float64)) err
 		return fmt.Errorf("read metrics: %w", err)
 	}
 	return nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times (100 on Linux for
+// every architecture Go runs on).
+const clockTicks = 100
+
+// ProcessCPU is the CPU time (user and system) process pid has used so
+// far, from /proc/PID/stat.
+func ProcessCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseProcStat(string(b))
+}
+
+// parseProcStat reads utime and stime (fields 14 and 15) from the text
+// of /proc/PID/stat; the command name (field 2) may hold spaces and
+// parentheses, so the fields are counted from its last ')'.
+func parseProcStat(s string) (time.Duration, error) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("proc stat %q: no command name", s)
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state): utime is f[11], stime f[12].
+	if len(f) < 13 {
+		return 0, fmt.Errorf("proc stat %q: %d fields after the name", s, len(f))
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("proc stat %q: %w", s, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// MachineCPU is the CPU time of the whole machine so far from /proc/stat:
+// busy (every state but idle and iowait) and total, summed over CPUs.
+func MachineCPU() (busy, total time.Duration, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	return parseMachineStat(string(b))
+}
+
+func parseMachineStat(s string) (busy, total time.Duration, err error) {
+	for _, line := range strings.Split(s, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[0] != "cpu" {
+			continue
+		}
+		var all, idle int64
+		for i, v := range f[1:] {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("/proc/stat %q: %w", line, err)
+			}
+			if i >= 8 {
+				break // guest and guest_nice are inside user and nice already
+			}
+			all += n
+			if i == 3 || i == 4 { // idle, iowait
+				idle += n
+			}
+		}
+		tick := time.Second / clockTicks
+		return time.Duration(all-idle) * tick, time.Duration(all) * tick, nil
+	}
+	return 0, 0, fmt.Errorf("/proc/stat: no cpu line")
 }

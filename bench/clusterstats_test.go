@@ -95,3 +95,27 @@ kubelet_runtime_operations_errors_total{operation_type="run_podsandbox"} 3
 		t.Fatal("a bad value: no error")
 	}
 }
+
+func TestParseProcStat(t *testing.T) {
+	// A command name with a space and a parenthesis; utime 250, stime 70.
+	const stat = "4242 (my (odd) cmd) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 70 0 0 20 0 12 0 100 0 0"
+	got, err := parseProcStat(stat)
+	if err != nil || got != 3200*time.Millisecond {
+		t.Errorf("parseProcStat = %v, %v; want 3.2s", got, err)
+	}
+	if _, err := parseProcStat("4242 (short) S 1 2"); err == nil {
+		t.Error("short stat: no error")
+	}
+}
+
+func TestParseMachineStat(t *testing.T) {
+	const stat = "cpu  100 5 50 800 40 3 2 0 7 0\ncpu0 50 2 25 400 20 1 1 0 0 0\nintr 1\n"
+	busy, total, err := parseMachineStat(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// total: user..steal = 100+5+50+800+40+3+2+0 = 1000 ticks; idle+iowait 840.
+	if busy != 1600*time.Millisecond || total != 10*time.Second {
+		t.Errorf("busy %v, total %v; want 1.6s, 10s", busy, total)
+	}
+}

@@ -3,6 +3,7 @@ module github.com/podlife/podlife/bench
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/podlife/podlife v0.0.0
 	k8s.io/client-go v0.37.2
 )
@@ -37,7 +38,6 @@ require (
 	github.com/go-openapi/swag/typeutils v0.27.1 // indirect
 	github.com/go-openapi/swag/yamlutils v0.27.1 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect

@@ -124,10 +124,18 @@ func (w *objectWatcher) get(ctx context.Context, key objectKey, pod types.UID) (
 	if err != nil {
 		return nil, err
 	}
+	// Wait on the informer's synced channel, not cache.WaitForCacheSync,
+	// which polls every 100 ms: a pod waits so for each of its objects
+	// in turn.
 	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
-	if !cache.WaitForCacheSync(sctx.Done(), inf.HasSynced) {
-		return nil, fmt.Errorf("%s: not read from the API server yet: %w", key, sctx.Err())
+	synced := inf.HasSyncedChecker()
+	select {
+	case <-synced.Done():
+	case <-sctx.Done():
+		if !cache.IsDone(synced) {
+			return nil, fmt.Errorf("%s: not read from the API server yet: %w", key, sctx.Err())
+		}
 	}
 	obj, exists, err := inf.GetStore().GetByKey(key.namespace + "/" + key.name)
 	if err != nil {

@@ -2,9 +2,13 @@
 // for each engine in turn (podlife's nodeagent, virtual-kubelet v1.14.1, the
 // kubelet as kubemark's hollow node), on one node name, and prints a Markdown
 // table: time to all Running, time to all gone after the delete, p50/p99
-// create→Running per pod, and API requests per pod lifecycle.
+// create→Running per pod, and API requests per pod lifecycle. -volumes
+// gives the pods volumes (a ConfigMap, a Secret and the service-account
+// token), and -runs repeats every workload, alternating them, with a
+// table of medians at the end.
 //
 //	cd bench && go run ./cmd/cluster -api-dir /tmp/podlife-api -node bench-1 -engines podlife,vk,kubemark -pods 100,300,1000
+//	cd bench && go run ./cmd/cluster -engines podlife,kubemark -pods 300 -volumes none,per-pod -runs 3
 //
 // See bench/README.md ("Against a real control plane").
 package main
@@ -55,6 +59,12 @@ type config struct {
 	podlifeRoot string
 	podlifeV    int
 	podlifeArgs []string
+	// podlifeTmp is the nodeagent's TMPDIR: its volume root is
+	// podlifeTmp/podlife-pod-volumes.
+	podlifeTmp   string
+	kubemarkArgs []string
+	volumes      []bench.ClusterVolumes
+	runs         int
 }
 
 func main() {
@@ -71,10 +81,27 @@ func main() {
 	flag.BoolVar(&c.registers, "podlife-registers-node", false, "the nodeagent registers its Node and renews its Lease; when false the harness makes the Node (Ready, 2000 pods) and renews its Lease")
 	flag.IntVar(&c.podlifeV, "podlife-v", 0, "log verbosity of the nodeagent (4 logs every pod's steps with millisecond times)")
 	podlifeArgs := flag.String("podlife-args", "", "more nodeagent flags, space-separated (e.g. \"--event-qps 10\")")
+	flag.StringVar(&c.podlifeTmp, "podlife-tmpdir", "", "TMPDIR of the nodeagent, whose volume root is TMPDIR/podlife-pod-volumes (default: LOG-DIR/podlife-tmp; secret and projected volumes are then tmpfs mounts, unless it is on a tmpfs)")
+	kubemarkArgs := flag.String("kubemark-args", "", "more kubemark flags, space-separated (e.g. \"--v=4\")")
+	vols := flag.String("volumes", "none", "workloads, comma-separated, each run in turn at every size: none (no volume, automountServiceAccountToken false), token (the admission's service-account token volume only), per-pod (a ConfigMap and a Secret of each pod's own, and the token volume), shared (one ConfigMap and one Secret for all, and the token volume)")
+	flag.IntVar(&c.runs, "runs", 1, "runs of every workload at every size, the workloads alternating; with more than one, a table of medians follows")
 	flag.IntVar(&c.creators, "creators", 50, "parallel creators and deleters")
 	flag.StringVar(&c.logDir, "log-dir", "", "where engine logs go (default: a temporary folder)")
 	flag.Parse()
 	c.podlifeArgs = strings.Fields(*podlifeArgs)
+	c.kubemarkArgs = strings.Fields(*kubemarkArgs)
+	for _, s := range strings.Split(*vols, ",") {
+		v, err := bench.ParseClusterVolumes(strings.TrimSpace(s))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bad -volumes: %v\n", err)
+			os.Exit(2)
+		}
+		c.volumes = append(c.volumes, v)
+	}
+	if c.runs < 1 {
+		fmt.Fprintf(os.Stderr, "bad -runs %d\n", c.runs)
+		os.Exit(2)
+	}
 	for _, e := range strings.Split(engines, ",") {
 		c.engines = append(c.engines, strings.TrimSpace(e))
 	}
@@ -111,6 +138,8 @@ func (c countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
 
 type row struct {
 	engine string
+	vols   bench.ClusterVolumes
+	run    int // 1, 2, ...
 	res    bench.ClusterResult
 	engReq int
 	byKey  map[string]int
@@ -141,6 +170,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			return err
 		}
 	}
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+		return err
+	}
 	logf("engine logs in %s", c.logDir)
 	var rows []row
 	for _, eng := range c.engines {
@@ -155,6 +187,10 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		rows = append(rows, rs...)
 	}
 	printTable(out, rows)
+	if c.runs > 1 {
+		fmt.Fprintln(out)
+		printMedians(out, rows)
+	}
 	return nil
 }
 
@@ -174,8 +210,8 @@ func runEngine(ctx context.Context, c config, eng string, admin kubernetes.Inter
 	}()
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var metricsURL string // podlife's /metrics: its CRI calls
-	stopEngine, err := startEngine(ectx, c, eng, proxy, admin, &metricsURL)
+	var info engineInfo
+	stopEngine, err := startEngine(ectx, c, eng, proxy, admin, &info)
 	if err != nil {
 		return nil, err
 	}
@@ -186,46 +222,22 @@ func runEngine(ctx context.Context, c config, eng string, admin kubernetes.Inter
 	time.Sleep(3 * time.Second) // let the engine's informers sync (not a measured wait)
 	var rows []row
 	for i, n := range c.sizes {
-		r := row{engine: eng}
-		r.load = loadavg()
-		before, err := serverRequests(ctx, admin)
-		if err != nil {
-			return rows, err
-		}
-		ownBefore := own.Load()
-		pBefore := proxy.Snapshot()
-		opsBefore := runtimeOps(ctx, metricsURL)
-		var pMid map[string]int
-		var opsMid map[string]float64
-		w := &bench.ClusterWorkload{Admin: admin, Node: c.node, Pods: n, Creators: c.creators, Timeout: c.timeout,
-			Logf: func(f string, a ...any) { logf(eng+fmt.Sprintf(" %d pods: ", n)+f, a...) },
-			BeforeDelete: func() {
-				pMid = proxy.Snapshot()
-				opsMid = runtimeOps(ctx, metricsURL)
-			}}
-		ns := fmt.Sprintf("clusterbench-%s-%d-%d", eng, n, time.Now().Unix()%100000)
-		r.res, r.err = w.Run(ctx, ns)
-		// Let the last status writes and deletes of the engine land.
-		time.Sleep(2 * time.Second)
-		r.byKey, r.engReq = bench.Diff(pBefore, proxy.Snapshot())
-		r.own = own.Load() - ownBefore
-		after, err := serverRequests(ctx, admin)
-		if err == nil {
-			r.server = after - before - float64(own.Load()-ownBefore)
-		}
-		logf("%s %d pods: %+v; engine requests %d (%s); load %s", eng, n, r.res, r.engReq, bench.FormatCounts(r.byKey), r.load)
-		if pMid != nil {
-			createPhase, nc := bench.Diff(pBefore, pMid)
-			deletePhase, nd := bench.Diff(pMid, proxy.Snapshot())
-			logf("%s %d pods: create phase %d (%s); delete phase %d (%s)", eng, n, nc, bench.FormatCounts(createPhase), nd, bench.FormatCounts(deletePhase))
-		}
-		if opsBefore != nil && opsMid != nil {
-			if opsAfter := runtimeOps(ctx, metricsURL); opsAfter != nil {
-				logf("%s %d pods: CRI calls per pod: create phase %s; delete phase %s", eng, n, perPod(opsBefore, opsMid, n), perPod(opsMid, opsAfter, n))
+		complete := true
+		for run := 1; run <= c.runs && complete; run++ {
+			for _, vols := range c.volumes {
+				if ctx.Err() != nil {
+					return rows, ctx.Err()
+				}
+				r := runOnce(ctx, c, eng, n, vols, admin, own, proxy, info)
+				r.run = run
+				rows = append(rows, r)
+				if r.err != nil || !r.res.RunningComplete() || !r.res.GoneComplete() {
+					complete = false
+					break
+				}
 			}
 		}
-		rows = append(rows, r)
-		if r.err != nil || !r.res.RunningComplete() || !r.res.GoneComplete() {
+		if !complete {
 			if i < len(c.sizes)-1 {
 				logf("%s: incomplete at %d pods; larger workloads skipped", eng, n)
 			}
@@ -233,6 +245,62 @@ func runEngine(ctx context.Context, c config, eng string, admin kubernetes.Inter
 		}
 	}
 	return rows, nil
+}
+
+// runOnce runs the workload of n pods with vols once on the running
+// engine eng and returns its row.
+func runOnce(ctx context.Context, c config, eng string, n int, vols bench.ClusterVolumes, admin kubernetes.Interface, own *atomic.Int64, proxy *bench.CountingProxy, info engineInfo) row {
+	metricsURL := info.metricsURL
+	r := row{engine: eng, vols: vols}
+	r.load = loadavg()
+	before, err := serverRequests(ctx, admin)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	ownBefore := own.Load()
+	pBefore := proxy.Snapshot()
+	fBefore := proxy.Failed()
+	opsBefore := runtimeOps(ctx, metricsURL)
+	procs := cpuProcesses(c.apiDir, eng, info.pid)
+	cpuBefore := readCPU(procs)
+	var cpuMid cpuReading
+	var pMid map[string]int
+	var opsMid map[string]float64
+	what := fmt.Sprintf(" %d pods, volumes %s: ", n, vols)
+	w := &bench.ClusterWorkload{Admin: admin, Node: c.node, Pods: n, Creators: c.creators, Timeout: c.timeout, Volumes: vols,
+		Logf: func(f string, a ...any) { logf(eng+what+f, a...) },
+		BeforeDelete: func() {
+			cpuMid = readCPU(procs)
+			pMid = proxy.Snapshot()
+			opsMid = runtimeOps(ctx, metricsURL)
+		}}
+	ns := fmt.Sprintf("clusterbench-%s-%d-%s-%d", eng, n, vols, time.Now().Unix()%100000)
+	r.res, r.err = w.Run(ctx, ns)
+	// Let the last status writes and deletes of the engine land.
+	time.Sleep(2 * time.Second)
+	r.byKey, r.engReq = bench.Diff(pBefore, proxy.Snapshot())
+	r.own = own.Load() - ownBefore
+	after, err := serverRequests(ctx, admin)
+	if err == nil {
+		r.server = after - before - float64(own.Load()-ownBefore)
+	}
+	failed, _ := bench.Diff(fBefore, proxy.Failed())
+	logf("%s%+v; err %v; engine requests %d (%s); failed (status 400 and above): %s; load %s", eng+what, r.res, r.err, r.engReq, bench.FormatCounts(r.byKey), bench.FormatCounts(failed), r.load)
+	if pMid != nil {
+		createPhase, nc := bench.Diff(pBefore, pMid)
+		deletePhase, nd := bench.Diff(pMid, proxy.Snapshot())
+		logf("%screate phase %d (%s); delete phase %d (%s)", eng+what, nc, bench.FormatCounts(createPhase), nd, bench.FormatCounts(deletePhase))
+	}
+	if cpuMid.when.After(cpuBefore.when) {
+		logf("%sCPU in the create phase (to all Running): %s", eng+what, cpuMid.sub(cpuBefore, procs))
+	}
+	if opsBefore != nil && opsMid != nil {
+		if opsAfter := runtimeOps(ctx, metricsURL); opsAfter != nil {
+			logf("%sCRI calls per pod: create phase %s; delete phase %s", eng+what, perPod(opsBefore, opsMid, n), perPod(opsMid, opsAfter, n))
+		}
+	}
+	return r
 }
 
 // runtimeOps reads the CRI calls made so far from the nodeagent's /metrics
@@ -312,7 +380,13 @@ func freePort() (int, error) {
 }
 
 // startEngine starts one engine on the node and returns how to stop it.
-func startEngine(ctx context.Context, c config, eng string, proxy *bench.CountingProxy, admin kubernetes.Interface, metricsURL *string) (func(), error) {
+// engineInfo is what startEngine tells of the engine it started.
+type engineInfo struct {
+	metricsURL string // podlife's /metrics (its CRI calls); "" for the others
+	pid        int    // the engine's process; 0 when it runs in the harness
+}
+
+func startEngine(ctx context.Context, c config, eng string, proxy *bench.CountingProxy, admin kubernetes.Interface, info *engineInfo) (func(), error) {
 	kubeconfig := filepath.Join(c.logDir, eng+".kubeconfig")
 	if err := proxy.WriteKubeconfig(kubeconfig); err != nil {
 		return nil, err
@@ -361,8 +435,17 @@ func startEngine(ctx context.Context, c config, eng string, proxy *bench.Countin
 		}
 		args := append([]string{"--kubeconfig", kubeconfig, "--node-name", c.node,
 			"--manifests", manifests, "--listen", "127.0.0.1:" + strconv.Itoa(port), "-v", strconv.Itoa(c.podlifeV)}, c.podlifeArgs...)
-		*metricsURL = "http://127.0.0.1:" + strconv.Itoa(port) + "/metrics"
-		stop, err := startProcess(ctx, c, eng, bin, args...)
+		info.metricsURL = "http://127.0.0.1:" + strconv.Itoa(port) + "/metrics"
+		tmp := c.podlifeTmp
+		if tmp == "" {
+			tmp = filepath.Join(c.logDir, "podlife-tmp")
+		}
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			stopNode()
+			return nil, err
+		}
+		stop, pid, err := startProcess(ctx, c, eng, []string{"TMPDIR=" + tmp}, bin, args...)
+		info.pid = pid
 		if err != nil {
 			stopNode()
 			return nil, err
@@ -373,25 +456,36 @@ func startEngine(ctx context.Context, c config, eng string, proxy *bench.Countin
 		if err != nil {
 			return nil, err
 		}
-		return startProcess(ctx, c, eng, c.kubemark, "--morph=kubelet", "--name="+c.node, "--kubeconfig="+kubeconfig,
-			"--kubelet-port="+strconv.Itoa(port), "--kubelet-read-only-port=0", "--use-host-image-service=false",
-			"--kube-api-qps=50", "--kube-api-burst=100", "--max-pods=1100")
+		// Its root folder (volumes included) is made in TMPDIR.
+		tmp := filepath.Join(c.logDir, "kubemark-tmp")
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			return nil, err
+		}
+		args := append([]string{"--morph=kubelet", "--name=" + c.node, "--kubeconfig=" + kubeconfig,
+			"--kubelet-port=" + strconv.Itoa(port), "--kubelet-read-only-port=0", "--use-host-image-service=false",
+			"--kube-api-qps=50", "--kube-api-burst=100", "--max-pods=1100"}, c.kubemarkArgs...)
+		stop, pid, err := startProcess(ctx, c, eng, []string{"TMPDIR=" + tmp}, c.kubemark, args...)
+		info.pid = pid
+		return stop, err
 	}
 	return nil, fmt.Errorf("unknown engine %q (podlife, vk, kubemark)", eng)
 }
 
-func startProcess(ctx context.Context, c config, eng, bin string, args ...string) (func(), error) {
+// startProcess starts bin with args and the harness's environment plus
+// env, its output in LOG-DIR/ENGINE.log.
+func startProcess(ctx context.Context, c config, eng string, env []string, bin string, args ...string) (func(), int, error) {
 	logPath := filepath.Join(c.logDir, eng+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, 0, fmt.Errorf("start %s: %w", bin, err)
 	}
 	logf("%s started (pid %d), log %s", eng, cmd.Process.Pid, logPath)
 	done := make(chan struct{})
@@ -404,7 +498,7 @@ func startProcess(ctx context.Context, c config, eng, bin string, args ...string
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-done
 		}
-	}, nil
+	}, cmd.Process.Pid, nil
 }
 
 // handMadeNode creates the Node as admin (Ready, 2000 pods) and renews its
@@ -480,34 +574,4 @@ func deleteNode(ctx context.Context, admin kubernetes.Interface, name string) er
 		return fmt.Errorf("delete lease: %w", err)
 	}
 	return nil
-}
-
-func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
-
-func printTable(w io.Writer, rows []row) {
-	fmt.Fprintln(w, "| engine | pods | all Running | all gone after delete | create→Running p50 / p99 | engine API requests / pod (total) | all API server requests / pod (minus the harness's) | load avg at start |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
-	for _, r := range rows {
-		if r.res.Pods == 0 {
-			fmt.Fprintf(w, "| %s | | failed: %v | | | | | |\n", r.engine, r.err)
-			continue
-		}
-		n := r.res.Pods
-		running := secs(r.res.ToRunning)
-		if !r.res.RunningComplete() {
-			running = fmt.Sprintf("%d/%d after %s (bound)", r.res.Running, n, secs(r.res.ToRunning))
-		}
-		gone := secs(r.res.ToGone)
-		if r.err != nil {
-			gone = fmt.Sprintf("error: %v", r.err)
-		} else if !r.res.GoneComplete() {
-			gone = fmt.Sprintf("%d/%d after %s (bound)", r.res.Gone, n, secs(r.res.ToGone))
-		}
-		lat := fmt.Sprintf("%.2f / %.2f s", r.res.P50.Seconds(), r.res.P99.Seconds())
-		if !r.res.RunningComplete() {
-			lat += " (of the pods Running)"
-		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %.1f (%d) | %.1f | %s |\n", r.engine, n, running, gone, lat,
-			float64(r.engReq)/float64(n), r.engReq, r.server/float64(n), r.load)
-	}
 }

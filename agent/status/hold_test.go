@@ -165,21 +165,8 @@ func TestNoHoldWritesTheStartingStatus(t *testing.T) {
 // the queue: it waits for the status that follows (or the hold's end) like
 // any held pod.
 func TestQueuedPodHeldByATransientStatus(t *testing.T) {
-	a, b := testPod("a", "uid-a"), deleting(testPod("b", "uid-b"))
-	h := newHarness(t, func(o *Options) { o.Workers = 1 }, a, b)
-	block, release := h.blocker()
-	var first atomic.Bool
-	h.react("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if first.CompareAndSwap(false, true) {
-			<-block
-		}
-		return false, nil, nil
-	})
-	h.states.set(b.UID, true)
-	h.run()
+	h, _, b, release := behindABlockedWrite(t)
 	ctx := context.Background()
-	_ = h.m.SetPodStatus(ctx, a, nil, running("a"))
-	h.eventually("a's write in flight", func() bool { return h.count("patch/status") == 1 })
 	_ = h.m.SetPodStatus(ctx, b, nil, running("b")) // queued behind a
 	_ = h.m.SetPodStatus(ctx, b, nil, terminal(v1.PodSucceeded))
 	if !h.isHeldQueued(b.UID) {
@@ -200,21 +187,8 @@ func TestQueuedPodHeldByATransientStatus(t *testing.T) {
 // waits for a free worker to hand it to: the worker does not write a status
 // held meanwhile.
 func TestDispatchedPodHeldByATransientStatus(t *testing.T) {
-	a, b := testPod("a", "uid-a"), deleting(testPod("b", "uid-b"))
-	h := newHarness(t, func(o *Options) { o.Workers = 1 }, a, b)
-	block, release := h.blocker()
-	var first atomic.Bool
-	h.react("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if first.CompareAndSwap(false, true) {
-			<-block
-		}
-		return false, nil, nil
-	})
-	h.states.set(b.UID, true)
-	h.run()
+	h, a, b, release := behindABlockedWrite(t)
 	ctx := context.Background()
-	_ = h.m.SetPodStatus(ctx, a, nil, running("a"))
-	h.eventually("a's write in flight", func() bool { return h.count("patch/status") == 1 })
 	_ = h.m.SetPodStatus(ctx, b, nil, running("b"))
 	h.eventually("b taken by the dispatcher", func() bool {
 		h.m.mu.Lock()
@@ -237,6 +211,28 @@ func TestDispatchedPodHeldByATransientStatus(t *testing.T) {
 	if phases := h.patchPhases("b"); len(phases) != 1 || phases[0] != string(v1.PodSucceeded) {
 		t.Fatalf("b's patches wrote phases %q, want one, Succeeded", phases)
 	}
+}
+
+// behindABlockedWrite runs a manager with one worker, busy writing the
+// status of pod a until release is called; pod b (being deleted) could
+// still have running containers.
+func behindABlockedWrite(t *testing.T) (h *harness, a, b *v1.Pod, release func()) {
+	t.Helper()
+	a, b = testPod("a", "uid-a"), deleting(testPod("b", "uid-b"))
+	h = newHarness(t, func(o *Options) { o.Workers = 1 }, a, b)
+	block, release := h.blocker()
+	var first atomic.Bool
+	h.react("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if first.CompareAndSwap(false, true) {
+			<-block
+		}
+		return false, nil, nil
+	})
+	h.states.set(b.UID, true)
+	h.run()
+	_ = h.m.SetPodStatus(context.Background(), a, nil, running("a"))
+	h.eventually("a's write in flight", func() bool { return h.count("patch/status") == 1 })
+	return h, a, b, release
 }
 
 // patchPhases lists the phase each status patch of the named pod wrote (""

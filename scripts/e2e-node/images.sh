@@ -77,62 +77,40 @@ if [ ! -x "$bin/bash-static" ]; then
 	cp "$d/x/bin/bash-static" "$bin/bash-static.tmp" && mv "$bin/bash-static.tmp" "$bin/bash-static"
 	rm -rf "$d"
 fi
+# host_root NAME BINARY PATH: $bin/NAME-root gets, once, the machine's BINARY
+# at PATH with every shared library it loads (ldd) and the loader, at their
+# paths, to be copied into an image. root_key NAME: a digest of it.
+host_root() {
+	local name=$1 src=$2 dst=$3 d lib
+	[ -x "$bin/$name-root$dst" ] && return
+	log "copying the machine's $src and its libraries"
+	d=$(mktemp -d)
+	mkdir -p "$d$(dirname "$dst")"
+	cp -L "$src" "$d$dst"
+	for lib in $(ldd "$src" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+		mkdir -p "$d$(dirname "$lib")"
+		cp -L "$lib" "$d$lib"
+	done
+	rm -rf "$bin/$name-root"
+	mv "$d" "$bin/$name-root"
+}
+root_key() { (cd "$bin/$1-root" && find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-16); }
 # curl for the agnhost image: the real one is Alpine with curl, which the
 # exec lifecycle hooks and the networking specs' dial checks run in it.
-# Debian's curl with every shared library it loads (ldd) and the loader,
-# copied under $bin/curl-root at their paths.
-if [ ! -x "$bin/curl-root/usr/bin/curl" ]; then
-	log "copying the machine's curl and its libraries"
-	command -v curl >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq curl; } >&2 ||
-		die "apt-get install curl failed"
-	c=$(command -v curl)
-	d=$(mktemp -d)
-	mkdir -p "$d/usr/bin"
-	cp -L "$c" "$d/usr/bin/curl"
-	for lib in $(ldd "$c" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
-		mkdir -p "$d$(dirname "$lib")"
-		cp -L "$lib" "$d$lib"
-	done
-	rm -rf "$bin/curl-root"
-	mv "$d" "$bin/curl-root"
-fi
-curl_key=$(cd "$bin/curl-root" && find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)
+[ -x "$bin/curl-root/usr/bin/curl" ] || command -v curl >/dev/null 2>&1 ||
+	{ apt-get update -qq && apt-get install -y -qq curl; } >&2 || die "apt-get install curl failed"
+host_root curl "$(command -v curl || echo /usr/bin/curl)" /usr/bin/curl
 # hostname for the glibc-dns-testing image (Debian with glibc's resolver:
 # `hostname -f` reads the FQDN from the kubelet-managed /etc/hosts through
-# NSS): the machine's hostname with the libraries it loads, as curl above.
-if [ ! -x "$bin/hostname-root/bin/hostname" ]; then
-	log "copying the machine's hostname and its libraries"
-	c=$(command -v hostname)
-	d=$(mktemp -d)
-	mkdir -p "$d/bin"
-	cp -L "$c" "$d/bin/hostname"
-	for lib in $(ldd "$c" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
-		mkdir -p "$d$(dirname "$lib")"
-		cp -L "$lib" "$d$lib"
-	done
-	rm -rf "$bin/hostname-root"
-	mv "$d" "$bin/hostname-root"
-fi
-hostname_key=$(cd "$bin/hostname-root" && find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)
+# NSS).
+host_root hostname "$(command -v hostname)" /bin/hostname
 # nc for the agnhost image: the real one has netcat-openbsd, whose -u the
 # networking specs' UDP dial checks use (busybox's nc has no -u). Debian's,
-# installed on the machine if missing, with the libraries it loads.
-if [ ! -x "$bin/nc-root/usr/bin/nc" ]; then
-	log "copying netcat-openbsd and its libraries"
-	[ -x /bin/nc.openbsd ] || { apt-get update -qq && apt-get install -y -qq netcat-openbsd; } >&2 ||
-		die "apt-get install netcat-openbsd failed"
-	c=/bin/nc.openbsd
-	d=$(mktemp -d)
-	mkdir -p "$d/usr/bin"
-	cp -L "$c" "$d/usr/bin/nc"
-	for lib in $(ldd "$c" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
-		mkdir -p "$d$(dirname "$lib")"
-		cp -L "$lib" "$d$lib"
-	done
-	rm -rf "$bin/nc-root"
-	mv "$d" "$bin/nc-root"
-fi
-nc_key=$(cd "$bin/nc-root" && find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)
+# installed on the machine if missing.
+[ -x "$bin/nc-root/usr/bin/nc" ] || [ -x /bin/nc.openbsd ] ||
+	{ apt-get update -qq && apt-get install -y -qq netcat-openbsd; } >&2 || die "apt-get install netcat-openbsd failed"
+host_root nc /bin/nc.openbsd /usr/bin/nc
+curl_key=$(root_key curl) hostname_key=$(root_key hostname) nc_key=$(root_key nc)
 
 gobuild() { # output package
 	[ -x "$bin/$1" ] && return

@@ -178,8 +178,18 @@ TMPDIR=$E2E_DIR/tmp nohup "$E2E_DIR/nodeagent" --kubeconfig "$E2E_API_DIR/node-$
 	--manifests "$E2E_DIR/manifests" --listen "$E2E_LISTEN" -v 2 >"$E2E_DIR/nodeagent.log" 2>&1 </dev/null &
 echo $! >"$agent_pid"
 ready=0
+# Right after `&` the child is still the forked shell, then nohup, before it
+# runs the agent: it counts as exited only once it ran the agent and no
+# longer does, or is gone (a start that never comes ends at the 60 s bound).
+seen=0
 for _ in $(seq 120); do
-	is_ours "$(cat "$agent_pid")" "$E2E_DIR/nodeagent" || { tail -20 "$E2E_DIR/nodeagent.log" >&2; die "the node agent exited"; }
+	pid=$(cat "$agent_pid")
+	if is_ours "$pid" "$E2E_DIR/nodeagent"; then
+		seen=1
+	elif [ $seen = 1 ] || ! kill -0 "$pid" 2>/dev/null; then
+		tail -20 "$E2E_DIR/nodeagent.log" >&2
+		die "the node agent exited"
+	fi
 	st=$("$KUBECTL" --kubeconfig "$kc" get node "$E2E_NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true)
 	[ "$st" = True ] && { ready=1; break; }
 	sleep 0.5

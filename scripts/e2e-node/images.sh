@@ -13,8 +13,8 @@
 # binaries they hold in $E2E_CACHE/bin.
 #
 # Images (what the real ones are, and what is here):
-#   busybox:1.37.0-2   the busybox image       Debian's busybox-static, a symlink per applet in /bin,
-#                                              sh (and bash) Debian's bash-static (see below)
+#   busybox:1.37.0-2   the busybox image       busybox 1.37.0 built static from source, a symlink per
+#                                              applet in /bin
 #   agnhost:2.66.1     alpine + agnhost        busybox rootfs + /agnhost built from test/images/agnhost,
 #                                              /bin/bash and /bin/sh (bash-static), the machine's curl and Debian's
 #                                              netcat-openbsd (nc) with their shared libraries
@@ -52,22 +52,41 @@ mkdir -p "$bin" "$imgs"
 ARCH=$(dpkg --print-architecture)
 
 # ---- binaries ------------------------------------------------------------
-if [ ! -x "$bin/busybox" ]; then
-	log "fetching Debian's busybox-static"
+# busybox 1.37.0, the version of the suite's image, built static from its
+# source (Debian 12 packages 1.35, whose ash differs where specs look: it
+# drops the environment variables whose names are not shell names, data-1
+# and p-data-1, that the envFrom specs read back with `sh -c env`; 1.37
+# keeps them, and its error messages are the ones the specs compare, e.g.
+# "/bin/sh: can't create /file: Read-only file system"). The source is
+# upstream's tarball as Debian's archive holds it (busybox_1.37.0.orig),
+# checked against its SHA-256; defconfig plus CONFIG_STATIC. About 1.5
+# minutes on 2 cores, once.
+BUSYBOX_VERSION=1.37.0
+BUSYBOX_SHA256=3311dff32e746499f4df0d5df04d7eb396382d7e108bb9250e7b519b837043a4
+BUSYBOX_URL=${BUSYBOX_URL:-http://deb.debian.org/debian/pool/main/b/busybox/busybox_${BUSYBOX_VERSION}.orig.tar.bz2}
+if [ ! -x "$bin/busybox-$BUSYBOX_VERSION" ]; then
+	log "building busybox $BUSYBOX_VERSION (static) from $BUSYBOX_URL"
+	for t in make bzip2 gcc; do
+		command -v $t >/dev/null || { apt-get update -qq && apt-get install -y -qq make bzip2 gcc libc6-dev; } >&2 || die "apt-get install make bzip2 gcc failed"
+	done
 	d=$(mktemp -d)
-	(cd "$d" && { apt-get download busybox-static >/dev/null 2>&1 || { apt-get update -qq && apt-get download busybox-static; }; }) >&2 ||
-		{ rm -rf "$d"; die "apt-get download busybox-static failed"; }
-	dpkg-deb -x "$d"/busybox-static_*.deb "$d/x"
-	cp "$d/x/bin/busybox" "$bin/busybox.tmp" && mv "$bin/busybox.tmp" "$bin/busybox"
+	curl -sSfL --retry 3 -o "$d/busybox.tar.bz2" "$BUSYBOX_URL" || { rm -rf "$d"; die "download of $BUSYBOX_URL failed"; }
+	echo "$BUSYBOX_SHA256  $d/busybox.tar.bz2" | sha256sum -c --quiet - >&2 || { rm -rf "$d"; die "busybox source: SHA-256 mismatch"; }
+	tar -C "$d" -xjf "$d/busybox.tar.bz2"
+	(
+		cd "$d/busybox-$BUSYBOX_VERSION"
+		make defconfig >/dev/null
+		sed -i 's/^# CONFIG_STATIC is not set$/CONFIG_STATIC=y/' .config
+		grep -q '^CONFIG_STATIC=y$' .config
+		make -j"$(nproc)" >build.log 2>&1 || { tail -n 30 build.log; exit 1; }
+	) >&2 || { rm -rf "$d"; die "busybox build failed"; }
+	cp "$d/busybox-$BUSYBOX_VERSION/busybox" "$bin/busybox.tmp" && mv "$bin/busybox.tmp" "$bin/busybox-$BUSYBOX_VERSION"
 	rm -rf "$d"
 fi
-# Debian's busybox 1.35 ash drops, before it runs a command, the environment
-# variables whose names are not shell names (data-1, p-data-1), so that
-# `sh -c env` does not show what the runtime gave the container; the real
-# image's busybox 1.37 keeps them, and the envFrom specs ([sig-node] Secrets
-# and ConfigMap "should be consumable via the environment", keys data-1 and
-# prefix p-) check exactly that. The busybox image's sh is therefore Debian's
-# bash-static (POSIX mode when run as sh), which keeps them.
+ln -sf "busybox-$BUSYBOX_VERSION" "$bin/busybox"
+# The agnhost image's /bin/bash and /bin/sh are Debian's bash-static: specs
+# run `/bin/bash -c` in it, and busybox's ash runs its own applets (nc
+# without -u) before what is on the PATH (netcat-openbsd).
 if [ ! -x "$bin/bash-static" ]; then
 	log "fetching Debian's bash-static"
 	d=$(mktemp -d)
@@ -179,13 +198,7 @@ if [ "$(cat "$imgs/key" 2>/dev/null)" != "$key" ]; then
 	log "writing the image archives"
 	w=$(mktemp -d)
 	busybox_rootfs "$w/busybox"
-	# The busybox image alone gets bash-static as sh (see above); the
-	# others keep busybox's.
-	cp -a "$w/busybox" "$w/busybox-sh"
-	rm -f "$w/busybox-sh/bin/bash" "$w/busybox-sh/bin/sh"
-	cp "$bin/bash-static" "$w/busybox-sh/bin/bash"
-	ln -sf bash "$w/busybox-sh/bin/sh"
-	oci_archive "$BUSYBOX" "$w/busybox-sh" '{"Env":['"$PATHENV"'],"Cmd":["sh"]}' "$imgs/busybox.tar"
+	oci_archive "$BUSYBOX" "$w/busybox" '{"Env":['"$PATHENV"'],"Cmd":["sh"]}' "$imgs/busybox.tar"
 
 	cp -a "$w/busybox" "$w/agnhost"
 	cp "$bin/agnhost" "$w/agnhost/agnhost"

@@ -27,9 +27,6 @@ import (
 	"github.com/podlife/podlife/test/apitest"
 )
 
-// kubectlPath is the control plane script's kubectl.
-const kubectlPath = "/var/cache/podlife-apiserver/bin/kubectl"
-
 // debugNode is a nodeagent joined to the real control plane, its node
 // server on the test host's address (scripts/testhost), which the API
 // server's node proxy and metrics-server may dial, unlike a loopback one.
@@ -43,6 +40,8 @@ type debugNode struct {
 	// ns is the test's namespace; kc the admin kubeconfig.
 	ns string
 	kc string
+	// kubectlPath is the control plane script's kubectl.
+	kubectlPath string
 	// msStarted is when startMetricsServer started metrics-server.
 	msStarted time.Time
 }
@@ -56,9 +55,6 @@ type debugNode struct {
 func startDebugNode(t *testing.T, node, endpoint string) *debugNode {
 	t.Helper()
 	api := apitest.New(t)
-	if _, err := os.Stat(kubectlPath); err != nil {
-		t.Skipf("no kubectl: %v", err)
-	}
 	addr := testHost(t)
 	api.DeleteNode(node)
 	api.DeleteNodeAtCleanup(t, node)
@@ -84,7 +80,7 @@ func startDebugNode(t *testing.T, node, endpoint string) *debugNode {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	d := &debugNode{api: api, node: node, addr: addr, kc: filepath.Join(api.Dir, "admin.kubeconfig")}
+	d := &debugNode{api: api, node: node, addr: addr, kc: filepath.Join(api.Dir, "admin.kubeconfig"), kubectlPath: api.Kubectl(t)}
 	api.Eventually(t, 60*time.Second, "node with its server port", func() (bool, error) {
 		n, err := api.Admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
@@ -206,7 +202,7 @@ func (d *debugNode) kubectlQuiet(t *testing.T, stdin string, args ...string) (st
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, kubectlPath, append([]string{"--kubeconfig", d.kc, "-n", d.ns}, args...)...)
+	cmd := exec.CommandContext(ctx, d.kubectlPath, append([]string{"--kubeconfig", d.kc, "-n", d.ns}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -253,7 +249,7 @@ func (d *debugNode) portForward(t *testing.T, pod string, remote int, want strin
 	local := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd := exec.CommandContext(ctx, kubectlPath, "--kubeconfig", d.kc, "-n", d.ns, "port-forward", "pod/"+pod,
+	cmd := exec.CommandContext(ctx, d.kubectlPath, "--kubeconfig", d.kc, "-n", d.ns, "port-forward", "pod/"+pod,
 		fmt.Sprintf("%d:%d", local, remote), "--address", "127.0.0.1")
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr

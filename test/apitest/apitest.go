@@ -169,3 +169,24 @@ func (a *API) Eventually(t testing.TB, timeout time.Duration, what string, cond 
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// Kubectl returns the kubectl the control plane script built (API_KUBECTL in
+// API_DIR/env); it fails the test when there is none, since a running
+// control plane always has it.
+func (a *API) Kubectl(t testing.TB) string {
+	t.Helper()
+	env, err := os.ReadFile(filepath.Join(a.Dir, "env"))
+	if err != nil {
+		t.Fatalf("apitest: %v", err)
+	}
+	for _, line := range strings.Split(string(env), "\n") {
+		if path, ok := strings.CutPrefix(line, "API_KUBECTL="); ok && path != "" {
+			if _, err := os.Stat(path); err != nil {
+				t.Fatalf("apitest: kubectl: %v", err)
+			}
+			return path
+		}
+	}
+	t.Fatalf("apitest: no API_KUBECTL in %s", filepath.Join(a.Dir, "env"))
+	return ""
+}

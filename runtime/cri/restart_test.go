@@ -213,3 +213,44 @@ func TestRestartsKeepOneDeadInstanceAndItsFiles(t *testing.T) {
 		t.Fatalf("restart count %d, want the container restarted at every sync", got)
 	}
 }
+
+// RemoveContainer removes a dead container with its log and
+// termination-message files; RemoveSandbox stops and removes a sandbox;
+// both take a vanished object as removed.
+func TestRemoveContainerAndSandbox(t *testing.T) {
+	srv, ep := startFake(t, fakecri.Options{})
+	root := t.TempDir()
+	rt := newRuntime(t, ep, func(o *cri.Options) { o.VolumeRoot = root })
+	ctx := ctxT(t)
+	pod := testPod("rm", v1.RestartPolicyNever, v1.Container{Name: "c", Args: []string{"exit", "0"}})
+	if err := rt.SyncPod(ctx, pod, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := podStatus(t, rt, pod)
+	c := st.FindContainerStatusByName("c")
+	log := filepath.Join(root, string(pod.UID), "logs", "c", "0.log")
+	if err := os.WriteFile(log+".20260101-000000.gz", nil, 0o644); err != nil { // a rotated file
+		t.Fatal(err)
+	}
+	if err := rt.RemoveContainer(ctx, c.ID.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"logs/c", "containers/c"} {
+		if entries, err := os.ReadDir(filepath.Join(root, string(pod.UID), sub)); err != nil || len(entries) != 0 {
+			t.Errorf("%s after RemoveContainer: %d entries, %v", sub, len(entries), err)
+		}
+	}
+	if err := rt.RemoveContainer(ctx, c.ID.ID); err != nil {
+		t.Fatalf("a container removed twice: %v", err)
+	}
+	sb := st.SandboxStatuses[0].ID
+	if err := rt.RemoveSandbox(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := srv.Counts(); n != 0 {
+		t.Fatalf("%d sandboxes after RemoveSandbox", n)
+	}
+	if err := rt.RemoveSandbox(ctx, sb); err != nil {
+		t.Fatalf("a sandbox removed twice: %v", err)
+	}
+}

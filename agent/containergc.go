@@ -3,6 +3,9 @@ package agent
 import (
 	"context"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/podlife/podlife/agent/gc"
 	"github.com/podlife/podlife/runtime"
 )
@@ -42,6 +45,7 @@ func (a *Agent) newContainerGC() error {
 		PodFolderRoots:     roots,
 		Clock:              o.Clock,
 		Logger:             o.Logger.WithName("gc"),
+		OnListFailure:      a.containerGCFailed,
 		Registerer:         o.Registerer,
 		MetricsNamespace:   o.MetricsNamespace,
 	})
@@ -50,6 +54,16 @@ func (a *Agent) newContainerGC() error {
 	}
 	a.gc = m
 	return nil
+}
+
+// containerGCFailed records the kubelet's ContainerGCFailed event on the
+// Node, once per row of failed listings.
+func (a *Agent) containerGCFailed(err error) {
+	if a.opts.Recorder == nil {
+		return
+	}
+	node := &v1.ObjectReference{Kind: "Node", Name: a.opts.NodeName, UID: types.UID(a.opts.NodeName)}
+	a.opts.Recorder.Eventf(node, v1.EventTypeWarning, "ContainerGCFailed", "%s", err.Error())
 }
 
 // relistedRuntime lists every pod through the relister: a relist that

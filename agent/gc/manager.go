@@ -142,6 +142,9 @@ func (m *Manager) collect(ctx context.Context, evictNonDeleted bool) (Result, er
 		err = fmt.Errorf("container garbage collection: list the runtime: %w", err)
 		if !m.listFailing {
 			m.log.Error(err, "container garbage collection failed")
+			if m.opts.OnListFailure != nil {
+				m.opts.OnListFailure(err)
+			}
 		} else {
 			m.log.V(4).Info("container garbage collection still failing", "err", err.Error())
 		}

@@ -170,11 +170,15 @@ func TestRefusedRemovalIsRetriedAndLoggedOnce(t *testing.T) {
 func TestListingFailureLoggedOnce(t *testing.T) {
 	w := newWorld(t)
 	remove := w.srv.Inject(fakecri.Fault{Method: "ListContainers", Code: codes.Unavailable})
-	m := newManager(t, w)
+	var events int
+	m := newManager(t, w, func(o *gc.Options) { o.OnListFailure = func(error) { events++ } })
 	for range 3 {
 		if _, err := m.GarbageCollect(w.ctx); err == nil {
 			t.Fatal("no error for a failed listing")
 		}
+	}
+	if events != 1 {
+		t.Fatalf("OnListFailure called %d times for 3 failures in a row, want 1", events)
 	}
 	if n := w.logs.count(`"msg"="container garbage collection failed"`); n != 1 {
 		t.Fatalf("%d error lines, want 1", n)

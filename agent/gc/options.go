@@ -126,6 +126,10 @@ type Options struct {
 	// result at V(4) (V(2) when it removed something), errors of the
 	// listing once in a row. The zero value discards.
 	Logger logr.Logger
+	// OnListFailure, when set, is called with the error of the first
+	// failed listing in a row (the agent records the kubelet's
+	// ContainerGCFailed event on the Node with it). Default nil.
+	OnListFailure func(err error)
 	// Registerer receives the metrics (see the package doc). Default
 	// nil: none.
 	Registerer prometheus.Registerer

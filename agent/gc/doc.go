@@ -45,6 +45,16 @@
 // this first sweep as soon as the sources are ready (checked every
 // second), not a Period later.
 //
+// A root is swept only while this Manager is the only one using it: two
+// agents with the same roots (the defaults, on one machine or in one
+// process) each see the other's pods as unknown. Every Manager holds a
+// shared flock(2) on ROOT/.podlife-gc-users.lock from Run's start to its
+// end (Close), and sweeps a root only when it can trade it for an
+// exclusive one (under ROOT/.podlife-gc-sweep.lock, one sweeper at a
+// time); a shared root is logged once and left alone. An agent that runs
+// no container GC takes no lock and is not protected; give each agent
+// its own roots. Off Linux nothing is swept.
+//
 // # Cost
 //
 // A pass is one listing of the runtime (in package agent, the relister's,

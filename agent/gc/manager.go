@@ -31,6 +31,10 @@ type Manager struct {
 	// Touched only by the pass holding the token.
 	failing     map[string]bool // objects whose removal failed, and was logged
 	listFailing bool            // the last listing failed (and was logged)
+	// locks of the PodFolderRoots (rootlock.go), and the roots whose
+	// sharing with another agent was logged.
+	locks  []*rootLock
+	shared map[string]bool
 }
 
 // Result sums up one pass.
@@ -54,7 +58,10 @@ func New(opts Options) (*Manager, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	m := &Manager{opts: opts, log: opts.Logger, pass: make(chan struct{}, 1), failing: map[string]bool{}}
+	m := &Manager{opts: opts, log: opts.Logger, pass: make(chan struct{}, 1), failing: map[string]bool{}, shared: map[string]bool{}}
+	for _, r := range opts.PodFolderRoots {
+		m.locks = append(m.locks, &rootLock{root: r})
+	}
 	var err error
 	if m.metrics, err = newMetrics(opts.Registerer, opts.MetricsNamespace); err != nil {
 		return nil, err
@@ -74,6 +81,14 @@ func (m *Manager) Run(ctx context.Context) error {
 	p := m.opts.Policy
 	m.log.V(2).Info("container garbage collection starting", "minAge", p.MinAge, "maxPerPodContainer", p.MaxPerPodContainer,
 		"maxContainers", p.MaxContainers, "period", m.opts.Period, "podFolderRoots", m.opts.PodFolderRoots)
+	defer m.Close()
+	// Mark the roots as used by this agent before any pod has a folder
+	// (failures are retried and logged by the passes).
+	m.pass <- struct{}{}
+	for _, l := range m.locks {
+		_ = l.hold()
+	}
+	<-m.pass
 	t := m.opts.Clock.NewTicker(m.opts.Period)
 	defer t.Stop()
 	res, _ := m.GarbageCollect(ctx) // errors are logged by the pass
@@ -99,6 +114,18 @@ func (m *Manager) Run(ctx context.Context) error {
 			ready, poll = true, nil
 		}
 	}
+}
+
+// Close releases the locks that mark the pod folder roots as used by this
+// Manager (see the package doc); Run calls it when it returns. A later
+// pass takes them again. It waits for a pass under way.
+func (m *Manager) Close() error {
+	m.pass <- struct{}{}
+	defer func() { <-m.pass }()
+	for _, l := range m.locks {
+		l.drop()
+	}
+	return nil
 }
 
 // Passes returns the number of completed passes.
@@ -246,10 +273,37 @@ func (m *Manager) collect(ctx context.Context, evictNonDeleted bool) (Result, er
 	return res, ctx.Err()
 }
 
-// sweep removes the orphaned pod folders.
+// sweep removes the orphaned pod folders of the roots this Manager is
+// alone on.
 func (m *Manager) sweep(ctx context.Context, inRuntime map[types.UID]bool, res *Result, attempted map[string]bool) {
-	folders, err := findOrphanFolders(m.opts.PodFolderRoots, m.opts.Pods, inRuntime)
-	if err != nil {
+	var roots []string
+	var errs []error
+	for _, l := range m.locks {
+		if err := l.hold(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		alone, release, err := l.exclusive()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pod folder root %s: %w", l.root, err))
+			continue
+		}
+		if !alone {
+			if !m.shared[l.root] {
+				m.shared[l.root] = true
+				m.log.Info("pod folder root used by another agent too: its orphaned folders are not swept while it is", "root", l.root)
+			}
+			continue
+		}
+		if m.shared[l.root] {
+			delete(m.shared, l.root)
+			m.log.Info("pod folder root no longer used by another agent: its orphaned folders are swept", "root", l.root)
+		}
+		defer release()
+		roots = append(roots, l.root)
+	}
+	folders, err := findOrphanFolders(roots, m.opts.Pods, inRuntime)
+	if err = errors.Join(append(errs, err)...); err != nil {
 		j := job{object: objectPodFolder, id: "roots", err: err}
 		m.report(j, res, attempted)
 	}

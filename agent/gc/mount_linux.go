@@ -69,3 +69,23 @@ func deviceOf(path string) (uint64, error) {
 	}
 	return uint64(st.Dev), nil //nolint:unconvert // Dev is not uint64 everywhere
 }
+
+// Lock modes of flock.
+const (
+	lockShared    = syscall.LOCK_SH
+	lockExclusive = syscall.LOCK_EX
+	lockNone      = syscall.LOCK_UN
+)
+
+// flock applies a lock mode to f without waiting.
+func flock(f *os.File, how int) error {
+	if how != lockNone {
+		how |= syscall.LOCK_NB
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}

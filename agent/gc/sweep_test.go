@@ -47,7 +47,7 @@ func TestSweepOrphanedPodFolders(t *testing.T) {
 	w.container(w.sandbox("inruntime", 0), "inruntime", "c", 0, true)
 	ready := false
 	m := newManager(t, w, func(o *gc.Options) {
-		o.PodFolderRoots = []string{w.root, vols, filepath.Join(vols, "missing")}
+		o.PodFolderRoots = []string{w.root, vols, filepath.Join(t.TempDir(), "missing")}
 		o.SourcesReady = func() bool { return ready }
 	})
 	if res := collect(t, w, m); res.PodFolders != 0 || !exists(filepath.Join(w.root, "orphan")) {
@@ -148,5 +148,38 @@ func TestSweepKeepsWhatItCannotUnmount(t *testing.T) {
 	_ = f.Close()
 	if res := collect(t, w, m); res.PodFolders != 1 || exists(filepath.Join(vols, "orphan")) {
 		t.Fatalf("once no longer busy: %+v", res)
+	}
+}
+
+// Two agents on one root (the default roots of two agents on a machine,
+// or many agents in one process): a folder one does not know may be the
+// other's live pod, so neither sweeps while both run; once one has
+// stopped, the other sweeps.
+func TestSweepSkipsASharedRoot(t *testing.T) {
+	w1, w2 := newWorld(t), newWorld(t)
+	shared := t.TempDir()
+	mkdirs(t, shared, "pod-of-agent-2/logs/c")
+	a1 := newManager(t, w1, func(o *gc.Options) { o.PodFolderRoots = []string{shared} })
+	a2 := newManager(t, w2, func(o *gc.Options) { o.PodFolderRoots = []string{shared} })
+	w2.pods.set("pod-of-agent-2", running)
+	collect(t, w2, a2) // agent 2 uses the root
+	if res := collect(t, w1, a1); res.PodFolders != 0 || !exists(filepath.Join(shared, "pod-of-agent-2")) {
+		t.Fatalf("agent 1 swept a root agent 2 uses: %+v", res)
+	}
+	if n := w1.logs.count("used by another agent too"); n != 1 {
+		t.Fatalf("%d lines about the shared root, want 1", n)
+	}
+	collect(t, w1, a1)
+	if n := w1.logs.count("used by another agent too"); n != 1 {
+		t.Fatalf("%d lines about the shared root after a second pass, want 1", n)
+	}
+	if err := a2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if res := collect(t, w1, a1); res.PodFolders != 1 || exists(filepath.Join(shared, "pod-of-agent-2")) {
+		t.Fatalf("agent 1 alone on the root: %+v", res)
+	}
+	if !exists(filepath.Join(shared, ".podlife-gc-users.lock")) {
+		t.Fatal("the lock file was swept")
 	}
 }

@@ -12,8 +12,8 @@ import (
 
 // newContainerGC builds the container garbage collection (agent/gc) of
 // the Options, unless ContainerGCPeriod is negative or the runtime cannot
-// remove containers and sandboxes one by one. It lists the runtime
-// through the relister (one relist serves the pass and the pod workers),
+// remove containers and sandboxes one by one. It takes the relister's
+// last listing of the runtime (no listing of its own),
 // asks the pod workers what may go, waits for the sources and a first
 // housekeeping pass before it touches what the workers do not know, and
 // sweeps the runtime's VolumeRoot and the volume manager's Root.
@@ -66,8 +66,8 @@ func (a *Agent) containerGCFailed(err error) {
 	a.opts.Recorder.Eventf(node, v1.EventTypeWarning, "ContainerGCFailed", "%s", err.Error())
 }
 
-// relistedRuntime lists every pod through the relister: a relist that
-// begins now (or one under way), which also refreshes the status cache.
+// relistedRuntime lists every pod through the relister: its last
+// listing (or a relist, before the first).
 type relistedRuntime struct {
 	gc.Runtime
 	relist *runtime.Relister
@@ -77,7 +77,12 @@ func (r relistedRuntime) GetPods(ctx context.Context, all bool) ([]*runtime.Pod,
 	if !all {
 		return r.Runtime.GetPods(ctx, false)
 	}
-	pods, _, err := r.relist.PodsAfter(ctx, r.relist.Begun())
+	// The last listing, however old: a pass never waits for a relist
+	// (seconds at 100,000 pods). A stale listing is safe: what was dead
+	// stays dead, a sandbox that was not ready never gets a container
+	// again, each pod's fate is asked of the workers now, and an object
+	// removed meanwhile counts as removed.
+	pods, _, err := r.relist.PodsAfter(ctx, 0)
 	return pods, err
 }
 

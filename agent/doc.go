@@ -133,8 +133,8 @@
 // GC does (agent/gc): every Options.ContainerGCPeriod (1m), with
 // Options.ContainerGCPolicy (the kubelet's MinAge 0, one dead instance
 // kept per container, no node cap); everything dead of deleted pods,
-// nothing of a terminating pod. It lists the runtime through the
-// relister and asks the pod workers what may go, and it sweeps the
+// nothing of a terminating pod. It takes the relister's last listing
+// of the runtime and asks the pod workers what may go, and it sweeps the
 // folders of pods that are gone (the runtime's VolumeRoot, the volume
 // manager's Root; mounts unmounted first) once the sources are ready and
 // a first housekeeping pass has told the workers the desired pods. It

@@ -57,15 +57,15 @@
 //
 // # Cost
 //
-// A pass is one listing of the runtime (in package agent, the relister's,
-// so the pass shares a relist with the pod workers), two or three
+// A pass is one listing of the runtime (in package agent, the relister's
+// last one: no runtime call, no wait), two or three
 // questions to the pod workers per pod (a shard lock each), a sort of
 // each container's dead instances, and one or two runtime calls per removal
 // (runtime/cri: the container's status for its files, and the removal),
 // Options.Workers at once (default 1). The sweep reads each root and,
 // for an orphaned folder, the mount table (three questions to the pod
-// workers per folder). At 100,000 running pods a pass takes about as
-// long as a relist (docs/benchmarks.md).
+// workers per folder); docs/benchmarks.md has its time at 2,000 and
+// 100,000 pods.
 //
 // # Failures
 //

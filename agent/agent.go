@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/agent/gc"
 	"github.com/podlife/podlife/agent/logrotate"
 	"github.com/podlife/podlife/agent/server"
 	"github.com/podlife/podlife/internal/sysctl"
@@ -46,6 +47,7 @@ type Agent struct {
 	syncer  *syncer
 	server  *server.Server     // Options.Server's, or nil
 	logs    *logrotate.Manager // container log rotation, or nil
+	gc      *gc.Manager        // container garbage collection, or nil
 	sysctls *sysctl.Allowlist
 
 	started atomic.Bool
@@ -243,7 +245,10 @@ func New(opts Options) (*Agent, error) {
 		// housekeeping still terminates what the runtime runs.
 		a.sources = append(a.sources, namedRunner{"none", emptySource{a.config.Sink("none")}})
 	}
-	// Last: it registers metrics, and nothing fails after it.
+	// Last: they register metrics, and nothing fails after them.
+	if err := a.newContainerGC(); err != nil {
+		return nil, a.cleanup(fmt.Errorf("agent: container gc: %w", err))
+	}
 	if err := a.newLogRotation(); err != nil {
 		return nil, a.cleanup(fmt.Errorf("agent: log rotation: %w", err))
 	}
@@ -314,6 +319,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.logs != nil {
 		run("log rotation", a.logs.Run)
+	}
+	if a.gc != nil {
+		run("container gc", a.gc.Run)
 	}
 	run("sync loop", a.syncLoop)
 	<-ctx.Done()

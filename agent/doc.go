@@ -127,6 +127,21 @@
 // container's log file and reopens it (runtime/cri does); a negative
 // ContainerLogMaxSize turns it off. Agent.LogRotation returns it.
 //
+// # Container garbage collection
+//
+// Dead containers and sandboxes are removed as the kubelet's container
+// GC does (agent/gc): every Options.ContainerGCPeriod (1m), with
+// Options.ContainerGCPolicy (the kubelet's MinAge 0, one dead instance
+// kept per container, no node cap); everything dead of deleted pods,
+// nothing of a terminating pod. It takes the relister's last listing
+// of the runtime and asks the pod workers what may go, and it sweeps the
+// folders of pods that are gone (the runtime's VolumeRoot, the volume
+// manager's Root; mounts unmounted first) once the sources are ready and
+// a first housekeeping pass has told the workers the desired pods. It
+// needs a runtime that removes containers and sandboxes one by one
+// (runtime/cri does); a negative ContainerGCPeriod turns it off.
+// Agent.ContainerGC returns it.
+//
 // # Ownership
 //
 // New builds everything and starts nothing; Run starts every goroutine and

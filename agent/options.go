@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/agent/gc"
 	"github.com/podlife/podlife/agent/server"
 	"github.com/podlife/podlife/internal/sysctl"
 	"github.com/podlife/podlife/podmanager"
@@ -196,6 +197,26 @@ type Options struct {
 	// every status generation, so it must be cheap and safe for concurrent
 	// use. Default nil: pod statuses carry no hostIP.
 	NodeIPs func() []string
+
+	// Container garbage collection (agent/gc; the kubelet's containerGC).
+
+	// ContainerGCPeriod is the period of the container garbage
+	// collection pass (the kubelet's ContainerGCPeriod). Default 1m;
+	// negative: no container garbage collection. It runs only on a
+	// runtime that can remove containers and sandboxes one by one
+	// (runtime/cri).
+	ContainerGCPeriod time.Duration
+	// ContainerGCPolicy: how long a dead container of a live pod stays at
+	// least (MinAge, --minimum-container-ttl-duration, default 0), how
+	// many dead instances each container keeps (MaxPerPodContainer,
+	// --maximum-dead-containers-per-container, default 1; negative: no
+	// limit) and the node at most (MaxContainers,
+	// --maximum-dead-containers, default -1: no limit). Everything dead
+	// of deleted pods goes anyway, and nothing of a terminating pod.
+	ContainerGCPolicy gc.Policy
+	// ContainerGCKeepNoDeadInstance makes MaxPerPodContainer 0: no dead
+	// instance kept (nor its logs for kubectl logs --previous).
+	ContainerGCKeepNoDeadInstance bool
 }
 
 // withDefaults returns a copy of o with every default applied.

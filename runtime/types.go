@@ -57,6 +57,12 @@ type Container struct {
 	Hash      uint64 // hash of the container spec it was created from
 	State     ContainerState
 	CreatedAt time.Time
+	// Attempt is the runtime's attempt number of the container or sandbox
+	// (its restart count when podlife created it), the order in which
+	// garbage collection keeps instances; SandboxID is the sandbox of a
+	// container ("" for a sandbox). Both are what the listing gives.
+	Attempt   uint32
+	SandboxID string
 }
 
 // Pod is a pod as the runtime knows it: a group of sandboxes and containers

@@ -393,6 +393,10 @@ func (m *Manager) TearDown(uid types.UID) error {
 	return os.RemoveAll(podDir)
 }
 
+// Root returns Options.Root, the folder of the pods' volume folders
+// (Root/UID), for the sweep of orphaned pod folders (agent/gc).
+func (m *Manager) Root() string { return m.opts.Root }
+
 // Run keeps the set-up volumes up to date until ctx ends: at once when a
 // watched ConfigMap or Secret changes, and every ResyncInterval. It then
 // stops every watch and returns once they have ended.

@@ -29,6 +29,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podlife/podlife/agent/gc"
 )
 
 // config is the command line.
@@ -65,6 +67,13 @@ type config struct {
 	// in bytes, negative: off; ContainerLogMaxFiles)
 	containerLogMaxSize  int64
 	containerLogMaxFiles int
+	// container garbage collection (agent/gc), the kubelet's (deprecated
+	// but still accepted) flags; containerGCPeriod is podlife's own
+	// (negative: off).
+	minimumContainerTTL           time.Duration
+	maxDeadContainersPerContainer int
+	maxDeadContainers             int
+	containerGCPeriod             time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -96,6 +105,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var logMaxSize string
 	fs.StringVar(&logMaxSize, "container-log-max-size", "10Mi", "size (a quantity: 10Mi, 500Ki) from which a running container's log file is rotated; negative: no rotation")
 	fs.IntVar(&c.containerLogMaxFiles, "container-log-max-files", 5, "most log files kept per container, the current one included (at least 2); older rotated ones are compressed")
+	fs.DurationVar(&c.minimumContainerTTL, "minimum-container-ttl-duration", 0, "how long a dead container of a running pod stays at least before garbage collection may remove it (the kubelet's)")
+	fs.IntVar(&c.maxDeadContainersPerContainer, "maximum-dead-containers-per-container", 1, "most dead instances kept of each container of a running pod, the newest (for kubectl logs --previous); negative: no limit (the kubelet's)")
+	fs.IntVar(&c.maxDeadContainers, "maximum-dead-containers", -1, "most dead containers kept on the node in all, at least one per container; negative: no limit (the kubelet's)")
+	fs.DurationVar(&c.containerGCPeriod, "container-gc-period", time.Minute, "period of container garbage collection (dead containers and sandboxes, folders of pods that are gone); negative: none")
 	fs.BoolVar(&c.demo, "demo", false, "run the demo story on the embedded runtime, print what happened and exit (0 when every check held)")
 	fs.IntVar(&c.verbosity, "v", 2, "log verbosity: 0 errors and notable events, 2 pod lifecycle transitions, 4 every update")
 	if err := fs.Parse(args); err != nil {
@@ -130,6 +143,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.containerLogMaxFiles < 2 {
 		return c, fmt.Errorf("--container-log-max-files %d: want at least 2", c.containerLogMaxFiles)
+	}
+	if c.minimumContainerTTL < 0 {
+		return c, fmt.Errorf("--minimum-container-ttl-duration %s: must not be negative", c.minimumContainerTTL)
+	}
+	if c.containerGCPeriod == 0 {
+		return c, errors.New("--container-gc-period 0: want a period, or a negative value for no container garbage collection")
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
@@ -202,4 +221,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// containerGCPolicy maps the kubelet's garbage collection flags to
+// gc.Policy, whose zero values mean the defaults, and whether no dead
+// instance is kept at all: the kubelet's 0 per container, or 0 on the
+// node (which the kubelet reaches by removing every dead container, the
+// same).
+func containerGCPolicy(c config) (p gc.Policy, keepNone bool) {
+	p = gc.Policy{MinAge: c.minimumContainerTTL, MaxPerPodContainer: c.maxDeadContainersPerContainer, MaxContainers: c.maxDeadContainers}
+	return p, c.maxDeadContainersPerContainer == 0 || c.maxDeadContainers == 0
 }

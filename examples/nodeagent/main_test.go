@@ -153,3 +153,27 @@ func TestDemo(t *testing.T) {
 		}
 	}
 }
+
+func TestContainerGCFlags(t *testing.T) {
+	c, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, none := containerGCPolicy(c)
+	if c.containerGCPeriod != time.Minute || p.MinAge != 0 || p.MaxPerPodContainer != 1 || p.MaxContainers != -1 || none {
+		t.Errorf("defaults: period %s, policy %+v, keep none %v; want the kubelet's 1m, 0, 1, -1", c.containerGCPeriod, p, none)
+	}
+	c, err = parseFlags([]string{"--minimum-container-ttl-duration", "1m", "--maximum-dead-containers-per-container", "0",
+		"--maximum-dead-containers", "100", "--container-gc-period", "-1s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, none := containerGCPolicy(c); p.MinAge != time.Minute || p.MaxContainers != 100 || !none || c.containerGCPeriod >= 0 {
+		t.Errorf("set: period %s, policy %+v, keep none %v", c.containerGCPeriod, p, none)
+	}
+	for _, bad := range [][]string{{"--minimum-container-ttl-duration", "-1s"}, {"--container-gc-period", "0"}} {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}

@@ -83,7 +83,10 @@ func serve(ctx context.Context, c config, log logr.Logger) error {
 
 		ContainerLogMaxSize:  c.containerLogMaxSize,
 		ContainerLogMaxFiles: c.containerLogMaxFiles,
+
+		ContainerGCPeriod: c.containerGCPeriod,
 	}
+	opts.ContainerGCPolicy, opts.ContainerGCKeepNoDeadInstance = containerGCPolicy(c)
 	for _, s := range strings.Split(c.allowedUnsafeSysctls, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			opts.AllowedUnsafeSysctls = append(opts.AllowedUnsafeSysctls, s)

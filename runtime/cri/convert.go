@@ -58,6 +58,8 @@ func toContainer(runtimeName string, c *runtimeapi.Container) *runtime.Container
 		Hash:      hashFromAnnotations(c.GetAnnotations()),
 		State:     toContainerState(c.GetState()),
 		CreatedAt: toTime(c.GetCreatedAt()),
+		Attempt:   c.GetMetadata().GetAttempt(),
+		SandboxID: c.GetPodSandboxId(),
 	}
 }
 
@@ -66,6 +68,7 @@ func toSandboxContainer(runtimeName string, sb *runtimeapi.PodSandbox) *runtime.
 		ID:        runtime.ContainerID{Type: runtimeName, ID: sb.GetId()},
 		State:     sandboxContainerState(sb.GetState()),
 		CreatedAt: toTime(sb.GetCreatedAt()),
+		Attempt:   sb.GetMetadata().GetAttempt(),
 	}
 }
 

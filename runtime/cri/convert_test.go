@@ -142,9 +142,10 @@ func TestToSandboxStatus(t *testing.T) {
 }
 
 func TestToContainerAndSandbox(t *testing.T) {
-	c := toContainer("fakecri", &runtimeapi.Container{Id: "c", Metadata: &runtimeapi.ContainerMetadata{Name: "m"}, State: runtimeapi.ContainerState_CONTAINER_CREATED,
+	c := toContainer("fakecri", &runtimeapi.Container{Id: "c", PodSandboxId: "s", Metadata: &runtimeapi.ContainerMetadata{Name: "m", Attempt: 3}, State: runtimeapi.ContainerState_CONTAINER_CREATED,
 		Image: &runtimeapi.ImageSpec{Image: "i"}, ImageRef: "r", Annotations: map[string]string{AnnotationContainerHash: "1f"}})
-	if diff := cmp.Diff(&runtime.Container{ID: runtime.ContainerID{Type: "fakecri", ID: "c"}, Name: "m", Image: "i", ImageID: "r", Hash: 31, State: runtime.ContainerStateCreated}, c); diff != "" {
+	if diff := cmp.Diff(&runtime.Container{ID: runtime.ContainerID{Type: "fakecri", ID: "c"}, Name: "m", Image: "i", ImageID: "r", Hash: 31, State: runtime.ContainerStateCreated,
+		Attempt: 3, SandboxID: "s"}, c); diff != "" {
 		t.Error(diff)
 	}
 	for state, want := range map[runtimeapi.PodSandboxState]runtime.ContainerState{

@@ -2,6 +2,8 @@ package cri_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +170,87 @@ func TestSpecChangeReplacesRunningContainer(t *testing.T) {
 	}
 	if n := srv.CallCount("StopContainer"); n != 1 {
 		t.Fatalf("StopContainer called %d times, want 1", n)
+	}
+}
+
+// A container that exits at once and restarts for ever keeps, besides its
+// newest instance, at most one dead instance in the runtime, and the
+// files of the removed ones (CRI log, termination-message file) go with
+// them.
+func TestRestartsKeepOneDeadInstanceAndItsFiles(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv, ep := startFake(t, fakecri.Options{Clock: clk})
+	root := t.TempDir()
+	rt := newRuntime(t, ep, func(o *cri.Options) {
+		o.Clock, o.VolumeRoot = clk, root
+		o.BackOffInitial, o.BackOffMax = time.Second, time.Second
+	})
+	ctx := ctxT(t)
+	pod := testPod("loop", v1.RestartPolicyAlways, v1.Container{Name: "c", Args: []string{"exit", "1"}})
+	files := func(sub string) int {
+		entries, err := os.ReadDir(filepath.Join(root, string(pod.UID), sub, "c"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	for i := range 30 {
+		if err := rt.SyncPod(ctx, pod, nil); err != nil && !errors.Is(err, runtime.ErrBackOff) {
+			t.Fatalf("sync %d: %v", i, err)
+		}
+		clk.Step(2 * time.Second)
+		if _, n := srv.Counts(); n > 2 {
+			t.Fatalf("after sync %d: %d instances of the container, want at most 2 (the newest and one dead)", i, n)
+		}
+		if n := files("logs"); n > 2 {
+			t.Fatalf("after sync %d: %d log files, want at most 2", i, n)
+		}
+		if n := files("containers"); n > 2 {
+			t.Fatalf("after sync %d: %d termination-message files, want at most 2", i, n)
+		}
+	}
+	if got := podStatus(t, rt, pod).FindContainerStatusByName("c").RestartCount; got < 10 {
+		t.Fatalf("restart count %d, want the container restarted at every sync", got)
+	}
+}
+
+// RemoveContainer removes a dead container with its log and
+// termination-message files; RemoveSandbox stops and removes a sandbox;
+// both take a vanished object as removed.
+func TestRemoveContainerAndSandbox(t *testing.T) {
+	srv, ep := startFake(t, fakecri.Options{})
+	root := t.TempDir()
+	rt := newRuntime(t, ep, func(o *cri.Options) { o.VolumeRoot = root })
+	ctx := ctxT(t)
+	pod := testPod("rm", v1.RestartPolicyNever, v1.Container{Name: "c", Args: []string{"exit", "0"}})
+	if err := rt.SyncPod(ctx, pod, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := podStatus(t, rt, pod)
+	c := st.FindContainerStatusByName("c")
+	log := filepath.Join(root, string(pod.UID), "logs", "c", "0.log")
+	if err := os.WriteFile(log+".20260101-000000.gz", nil, 0o644); err != nil { // a rotated file
+		t.Fatal(err)
+	}
+	if err := rt.RemoveContainer(ctx, c.ID.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"logs/c", "containers/c"} {
+		if entries, err := os.ReadDir(filepath.Join(root, string(pod.UID), sub)); err != nil || len(entries) != 0 {
+			t.Errorf("%s after RemoveContainer: %d entries, %v", sub, len(entries), err)
+		}
+	}
+	if err := rt.RemoveContainer(ctx, c.ID.ID); err != nil {
+		t.Fatalf("a container removed twice: %v", err)
+	}
+	sb := st.SandboxStatuses[0].ID
+	if err := rt.RemoveSandbox(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := srv.Counts(); n != 0 {
+		t.Fatalf("%d sandboxes after RemoveSandbox", n)
+	}
+	if err := rt.RemoveSandbox(ctx, sb); err != nil {
+		t.Fatalf("a sandbox removed twice: %v", err)
 	}
 }

@@ -154,7 +154,7 @@ type stepRunner struct {
 // run carries out one container's step and returns its errors, each
 // naming pod and container: the instance to stop first (a failed stop
 // ends the step), the back-off (recorded when the restart goes ahead),
-// the start, then the removal of older dead instances.
+// the removal of older dead instances, then the start.
 func (x *stepRunner) run(ctx context.Context, s containerStep) []error {
 	r, pod := x.r, x.pod
 	what := "container"
@@ -200,14 +200,18 @@ func (x *stepRunner) run(ctx context.Context, s containerStep) []error {
 			return []error{r.configError(pod, c, err)}
 		}
 	}
-	if err := r.startContainer(ctx, pod, c, x.sandboxID, x.sandboxCfg, s.RestartCount, s.TargetID); err != nil {
-		return []error{err}
-	}
+	// The older dead instances go before the new one is created, with
+	// their log and termination-message files: a container that
+	// restarts for ever keeps one dead instance (the newest, for its logs
+	// and exit code), never two. Failures are only logged: container
+	// garbage collection (agent/gc) or the pod's removal takes them.
 	for _, id := range s.Prune {
-		// Failures are only logged: the next RemovePod takes them anyway.
-		if err := r.removeContainer(ctx, id); err != nil {
+		if err := r.RemoveContainer(ctx, id); err != nil {
 			r.log.V(4).Info("could not remove dead container", "pod", x.status.Namespace+"/"+x.status.Name, "container", s.Name, "err", err)
 		}
+	}
+	if err := r.startContainer(ctx, pod, c, x.sandboxID, x.sandboxCfg, s.RestartCount, s.TargetID); err != nil {
+		return []error{err}
 	}
 	return nil
 }

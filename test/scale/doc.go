@@ -2,7 +2,7 @@
 // channel source, the pod manager, the pod workers, the CRI adapter over a
 // real unix socket, fakecri) holding many pods at once. It creates N pods of
 // one container each, waits until every one runs, measures the live heap,
-// the duration of the housekeeping pass and the time to delete every pod,
+// the duration of the housekeeping pass and of a container GC pass, and the time to delete every pod,
 // and checks that every pod ran and that the drain left nothing behind.
 // The package has no API; everything is in its tests:
 //

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/agent/imagegc"
 	"github.com/podlife/podlife/agent/logrotate"
 	"github.com/podlife/podlife/agent/server"
 	"github.com/podlife/podlife/internal/sysctl"
@@ -46,6 +47,7 @@ type Agent struct {
 	syncer  *syncer
 	server  *server.Server     // Options.Server's, or nil
 	logs    *logrotate.Manager // container log rotation, or nil
+	images  *imagegc.Manager   // image garbage collection, or nil
 	sysctls *sysctl.Allowlist
 
 	started atomic.Bool
@@ -247,6 +249,9 @@ func New(opts Options) (*Agent, error) {
 	if err := a.newLogRotation(); err != nil {
 		return nil, a.cleanup(fmt.Errorf("agent: log rotation: %w", err))
 	}
+	if err := a.newImageGC(); err != nil {
+		return nil, a.cleanup(fmt.Errorf("agent: image garbage collection: %w", err))
+	}
 	return a, nil
 }
 
@@ -314,6 +319,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.logs != nil {
 		run("log rotation", a.logs.Run)
+	}
+	if a.images != nil {
+		run("image garbage collection", a.images.Run)
 	}
 	run("sync loop", a.syncLoop)
 	<-ctx.Done()

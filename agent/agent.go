@@ -245,12 +245,14 @@ func New(opts Options) (*Agent, error) {
 		// housekeeping still terminates what the runtime runs.
 		a.sources = append(a.sources, namedRunner{"none", emptySource{a.config.Sink("none")}})
 	}
+	// Before the log rotation: its options are checked (and may fail)
+	// before it registers its metrics, last.
+	if err := a.newImageGC(); err != nil {
+		return nil, a.cleanup(fmt.Errorf("agent: image garbage collection: %w", err))
+	}
 	// Last: it registers metrics, and nothing fails after it.
 	if err := a.newLogRotation(); err != nil {
 		return nil, a.cleanup(fmt.Errorf("agent: log rotation: %w", err))
-	}
-	if err := a.newImageGC(); err != nil {
-		return nil, a.cleanup(fmt.Errorf("agent: image garbage collection: %w", err))
 	}
 	return a, nil
 }

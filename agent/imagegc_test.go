@@ -2,7 +2,10 @@ package agent_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/podlife/podlife/agent"
 	"github.com/podlife/podlife/runtime/fakecri"
@@ -42,5 +45,16 @@ func TestAgentWithoutImageGC(t *testing.T) {
 	ra := startAgentWith(t, endpoint, t.TempDir(), func(o *agent.Options) { o.ImageGCHighThresholdPercent = -1 })
 	if ra.ImageGC() != nil {
 		t.Error("an image manager with ImageGCHighThresholdPercent -1")
+	}
+}
+
+// Bad image GC options fail agent.New with the image GC's error.
+func TestAgentImageGCBadOptions(t *testing.T) {
+	_, endpoint := startFakeCRI(t, fakecri.Options{})
+	rt := newRuntime(t, endpoint)
+	reg := prometheus.NewRegistry()
+	opts := agent.Options{Runtime: rt, NodeName: "node1", Registerer: reg, ImageGCHighThresholdPercent: 101}
+	if _, err := agent.New(opts); err == nil || !strings.Contains(err.Error(), "HighThresholdPercent 101") {
+		t.Fatalf("agent.New with ImageGCHighThresholdPercent 101 = %v, want the image GC's error", err)
 	}
 }

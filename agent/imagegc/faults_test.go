@@ -211,3 +211,9 @@ func TestNeverRemovesUsedPinnedOrYoung(t *testing.T) {
 		}
 	}
 }
+
+// The CRI adapter is what image garbage collection needs.
+var (
+	_ imagegc.Runtime       = (*cri.Runtime)(nil)
+	_ imagegc.FsInfoRuntime = (*cri.Runtime)(nil)
+)

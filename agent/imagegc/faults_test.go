@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,3 +218,41 @@ var (
 	_ imagegc.Runtime       = (*cri.Runtime)(nil)
 	_ imagegc.FsInfoRuntime = (*cri.Runtime)(nil)
 )
+
+// A disk that stays full with nothing removable: each warning event once
+// in the row of failed passes (FreeDiskSpaceFailed, then ImageGCFailed),
+// not alternating at every pass; after a successful pass, a new row warns
+// again.
+func TestWarningEventsOncePerRow(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	rt := newFakeRuntime(img("sha256:a", 900))
+	rt.use("a", "sha256:a")
+	d := newDisk(rt, 1000, 0)
+	rec := &recorder{}
+	m, err := imagegc.New(imagegc.Options{Runtime: rt, Stats: d.stats, Clock: clk, Recorder: rec, NodeName: "n",
+		Logger: testr.New(t), DetectPeriod: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := run(t, m, clk, imagegc.DefaultGCPeriod)
+	for range 6 {
+		step()
+	}
+	reasons := func() []string {
+		var out []string
+		for _, e := range rec.list() {
+			out = append(out, strings.Fields(e)[1])
+		}
+		return out
+	}
+	if got, want := reasons(), []string{"FreeDiskSpaceFailed", "ImageGCFailed"}; !slices.Equal(got, want) {
+		t.Fatalf("events in 7 failed passes: %q, want %q", got, want)
+	}
+	d.capacity.Store(10000) // room again: the row ends
+	step()
+	d.capacity.Store(1000)
+	step()
+	if got, want := reasons(), []string{"FreeDiskSpaceFailed", "ImageGCFailed", "FreeDiskSpaceFailed"}; !slices.Equal(got, want) {
+		t.Errorf("events after a success and a new failure: %q, want %q", got, want)
+	}
+}

@@ -57,7 +57,7 @@ type Manager struct {
 	// Touched only by the pass holding the token.
 	gcFailures    int    // collection passes failed in a row
 	statsOff      bool   // the stats are unsupported (said once)
-	eventReason   string // the warning event sent for the current row of failures
+	warned        map[string]bool // warning events sent in the current row of failed passes
 	detectFailing bool
 }
 
@@ -91,6 +91,7 @@ func New(opts Options) (*Manager, error) {
 		pinned:  map[string]bool{},
 		pass:    make(chan struct{}, 1),
 		records: map[string]*record{},
+		warned:  map[string]bool{},
 	}
 	if m.stats == nil {
 		m.stats = CRIStats(opts.Runtime.(FsInfoRuntime))
@@ -370,6 +371,15 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 }
 
 func (m *Manager) garbageCollectLocked(ctx context.Context) error {
+	err := m.collectLocked(ctx)
+	if err == nil {
+		// The row of failures, if any, has ended.
+		clear(m.warned)
+	}
+	return err
+}
+
+func (m *Manager) collectLocked(ctx context.Context) error {
 	freeTime := m.opts.Clock.Now()
 	images, err := m.evictionOrderLocked(ctx, freeTime)
 	if err != nil {
@@ -429,13 +439,13 @@ func mulDiv(a, b, c uint64) uint64 {
 	return q
 }
 
-// warnLocked records a warning event about the node, once per row of
-// failed passes with that reason.
+// warnLocked records a warning event about the node, once per reason in
+// a row of failed passes.
 func (m *Manager) warnLocked(reason, msg string) {
-	if m.eventReason == reason {
+	if m.warned[reason] {
 		return
 	}
-	m.eventReason = reason
+	m.warned[reason] = true
 	if m.opts.Recorder != nil {
 		m.opts.Recorder.Eventf(m.nodeRef, v1.EventTypeWarning, reason, "%s", msg)
 	}
@@ -592,6 +602,6 @@ func (m *Manager) collectAndReport(ctx context.Context) {
 	if m.gcFailures > 0 {
 		level = 1
 	}
-	m.gcFailures, m.eventReason = 0, ""
+	m.gcFailures = 0
 	m.log.V(level).Info("Image garbage collection succeeded")
 }

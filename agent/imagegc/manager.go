@@ -55,8 +55,8 @@ type Manager struct {
 	began time.Time
 
 	// Touched only by the pass holding the token.
-	gcFailures    int    // collection passes failed in a row
-	statsOff      bool   // the stats are unsupported (said once)
+	gcFailures    int             // collection passes failed in a row
+	statsOff      bool            // the stats are unsupported (said once)
 	warned        map[string]bool // warning events sent in the current row of failed passes
 	detectFailing bool
 }

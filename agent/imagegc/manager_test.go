@@ -97,6 +97,9 @@ func TestGarbageCollectDownToLowThreshold(t *testing.T) {
 	if got := testutil.ToFloat64(collected(t, reg, "space")); got != 3 {
 		t.Errorf("image_garbage_collected_total{reason=space} = %v, want 3", got)
 	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("metric lint: %v, %v", problems, err)
+	}
 }
 
 // collected finds the counter of reason in reg.

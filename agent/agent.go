@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/agent/gc"
+	"github.com/podlife/podlife/agent/imagegc"
 	"github.com/podlife/podlife/agent/logrotate"
 	"github.com/podlife/podlife/agent/server"
 	"github.com/podlife/podlife/internal/sysctl"
@@ -48,6 +49,7 @@ type Agent struct {
 	server  *server.Server     // Options.Server's, or nil
 	logs    *logrotate.Manager // container log rotation, or nil
 	gc      *gc.Manager        // container garbage collection, or nil
+	images  *imagegc.Manager   // image garbage collection, or nil
 	sysctls *sysctl.Allowlist
 
 	started atomic.Bool
@@ -249,6 +251,12 @@ func New(opts Options) (*Agent, error) {
 	if err := a.newContainerGC(); err != nil {
 		return nil, a.cleanup(fmt.Errorf("agent: container gc: %w", err))
 	}
+	// Before the log rotation: its options are checked (and may fail)
+	// before it registers its metrics, last.
+	if err := a.newImageGC(); err != nil {
+		return nil, a.cleanup(fmt.Errorf("agent: image garbage collection: %w", err))
+	}
+	// Last: it registers metrics, and nothing fails after it.
 	if err := a.newLogRotation(); err != nil {
 		return nil, a.cleanup(fmt.Errorf("agent: log rotation: %w", err))
 	}
@@ -322,6 +330,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.gc != nil {
 		run("container gc", a.gc.Run)
+	}
+	if a.images != nil {
+		run("image garbage collection", a.images.Run)
 	}
 	run("sync loop", a.syncLoop)
 	<-ctx.Done()

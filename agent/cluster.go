@@ -169,6 +169,9 @@ func (a *Agent) newCluster() error {
 		if no.Labels == nil {
 			no.Labels = c.Labels
 		}
+		if no.Images == nil {
+			no.Images = a.nodeImages // agent/imagegc's list (agent/imagegc.go)
+		}
 		if no.Taints == nil {
 			no.Taints = c.Taints
 		}

@@ -141,6 +141,19 @@
 // needs a runtime that removes containers and sandboxes one by one
 // (runtime/cri does); a negative ContainerGCPeriod turns it off.
 // Agent.ContainerGC returns it.
+// # Images
+//
+// Unused images are garbage collected as the kubelet's image GC manager
+// does (agent/imagegc): every 5 min, when the image file system is used at
+// Options.ImageGCHighThresholdPercent (85) or more, images no container
+// uses, not pinned and older than Options.ImageMinimumGCAge (2 min) are
+// removed, least recently used first, down to ImageGCLowThresholdPercent
+// (80); Options.ImageMaximumGCAge removes images unused that long. With a
+// cluster, the Node's status.images lists the 50 largest images. It needs
+// a runtime that lists and removes images and tells its image file
+// system's usage (runtime/cri does; Options.ImageFsStats otherwise); a
+// negative ImageGCHighThresholdPercent turns it off. Agent.ImageGC returns
+// it (DeleteUnusedImages for an eviction manager).
 //
 // # Ownership
 //

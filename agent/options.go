@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/agent/gc"
+	"github.com/podlife/podlife/agent/imagegc"
 	"github.com/podlife/podlife/agent/server"
 	"github.com/podlife/podlife/internal/sysctl"
 	"github.com/podlife/podlife/podmanager"
@@ -217,6 +218,33 @@ type Options struct {
 	// ContainerGCKeepNoDeadInstance makes MaxPerPodContainer 0: no dead
 	// instance kept (nor its logs for kubectl logs --previous).
 	ContainerGCKeepNoDeadInstance bool
+	// Image garbage collection (agent/imagegc) and the Node's image list,
+	// with the kubelet's names. The image manager runs on a runtime that
+	// lists and removes images (runtime/cri) and, unless ImageFsStats is
+	// set, tells the usage of its image file system.
+	//
+	// ImageGCHighThresholdPercent is the image file system usage (percent)
+	// from which unused images are removed. Default 85; 100: no periodic
+	// collection (the Node's image list and DeleteUnusedImages remain);
+	// negative: no image manager at all.
+	ImageGCHighThresholdPercent int
+	// ImageGCLowThresholdPercent is the usage a collection frees down to.
+	// Default 80.
+	ImageGCLowThresholdPercent int
+	// ImageMinimumGCAge: an image is kept at least that long after it was
+	// first seen. Default 2m; negative: none.
+	ImageMinimumGCAge time.Duration
+	// ImageMaximumGCAge: an image unused for that long is removed whatever
+	// the usage. Default 0: never.
+	ImageMaximumGCAge time.Duration
+	// ImageGCPinnedImages are never removed, besides what the runtime pins
+	// (the sandbox image, when the runtime does not pin it). Default none.
+	ImageGCPinnedImages []string
+	// ImageFsStats tells the image file system's capacity and availability
+	// (for images kept elsewhere than a local file system, or a fake
+	// runtime). Default: the runtime's ImageFsInfo and statfs of its
+	// mount point.
+	ImageFsStats imagegc.StatsFunc
 }
 
 // withDefaults returns a copy of o with every default applied.

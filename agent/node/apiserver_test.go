@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -229,4 +230,39 @@ func startController(t *testing.T, cfg *rest.Config, opts node.Options) *node.Co
 	go func() { done <- c.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return c
+}
+
+// status.images, as the kubelet writes it, is accepted from the node's
+// own identity and replaced when the image list changes.
+func TestRealNodeImages(t *testing.T) {
+	api := apitest.New(t)
+	const name = "imagegc-1"
+	api.DeleteNode(name)
+	api.DeleteNodeAtCleanup(t, name)
+	var mu sync.Mutex
+	images := []v1.ContainerImage{
+		{Names: []string{"registry.k8s.io/big@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "registry.k8s.io/big:1"}, SizeBytes: 9 << 20},
+		{Names: []string{"docker.io/library/small:1"}, SizeBytes: 1 << 20},
+	}
+	startController(t, api.NodeConfig(t, name), node.Options{NodeName: name, Runtime: &fakeRuntime{},
+		StatusUpdateFrequency: 200 * time.Millisecond, Images: func() []v1.ContainerImage {
+			mu.Lock()
+			defer mu.Unlock()
+			return images
+		}})
+	get := func() []v1.ContainerImage {
+		n, err := api.Admin.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		return n.Status.Images
+	}
+	api.Eventually(t, 30*time.Second, "status.images", func() (bool, error) { return len(get()) == 2, nil })
+	mu.Lock()
+	images = images[:1]
+	mu.Unlock()
+	api.Eventually(t, 30*time.Second, "status.images after a removal", func() (bool, error) {
+		im := get()
+		return len(im) == 1 && im[0].SizeBytes == 9<<20, nil
+	})
 }

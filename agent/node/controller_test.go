@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -435,5 +436,32 @@ func TestAllocatable(t *testing.T) {
 	h.eventually("the Provider's allocatable", 0, func() bool {
 		q := h.c.Allocatable()[v1.ResourceMemory]
 		return q.Cmp(resource.MustParse("6Gi")) == 0
+	})
+}
+
+// Options.Images fills status.images; a change of the image list is a
+// change of the status, written at the next update.
+func TestImagesListedInTheStatus(t *testing.T) {
+	var mu sync.Mutex
+	images := []v1.ContainerImage{{Names: []string{"docker.io/library/big@sha256:1", "docker.io/library/big:1"}, SizeBytes: 900}}
+	h := newHarness(t, func(o *node.Options) {
+		o.Images = func() []v1.ContainerImage {
+			mu.Lock()
+			defer mu.Unlock()
+			return images
+		}
+	})
+	h.start()
+	h.waitRegistered()
+	h.eventually("images in the status", 0, func() bool { return len(h.node().Status.Images) == 1 })
+	if got := h.node().Status.Images[0]; got.SizeBytes != 900 || len(got.Names) != 2 {
+		t.Errorf("status.images[0] = %+v", got)
+	}
+	mu.Lock()
+	images = append([]v1.ContainerImage{{Names: []string{"huge:1"}, SizeBytes: 5000}}, images...)
+	mu.Unlock()
+	h.eventually("the new image list", 10*time.Second, func() bool {
+		im := h.node().Status.Images
+		return len(im) == 2 && im[0].SizeBytes == 5000
 	})
 }

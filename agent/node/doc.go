@@ -34,6 +34,9 @@
 // RequireNetworkReady is set), MemoryPressure, DiskPressure and PIDPressure
 // False, with the kubelet's reasons. A Provider may change any of it before
 // each write, the way virtual-kubelet providers describe their node.
+// Options.Images, when set, gives status.images (the kubelet's list: the 50
+// largest images, agent/imagegc's Manager.NodeImages); a change of the list
+// is a change of the status.
 //
 // Every StatusUpdateFrequency (10s) the Controller reads its Node, computes
 // the status and writes it, as one strategic merge patch of the status
@@ -59,8 +62,7 @@
 //
 // # Compared with the kubelet
 //
-// Not done: volume, image and stats reporting (status.images,
-// volumesInUse/volumesAttached, allocatable minus system reservations and
+// Not done: volume and stats reporting (volumesInUse/volumesAttached, allocatable minus system reservations and
 // eviction thresholds), real memory, disk and PID pressure detection
 // (a Provider can report it), certificate bootstrap and rotation, the node
 // shutdown manager, cloud provider addresses and providerID, runtime

@@ -83,6 +83,11 @@ type Options struct {
 	RequireNetworkReady bool
 	// Provider adjusts the node status before every write. Default nil.
 	Provider Provider
+	// Images gives status.images before every status update (before the
+	// Provider), as the kubelet's image list: agent/imagegc's
+	// Manager.NodeImages (the 50 largest images, up to 5 names each).
+	// Default nil: the status lists no images.
+	Images func() []v1.ContainerImage
 
 	// Labels are added to the Node's at registration and adoption, beside
 	// kubernetes.io/hostname, kubernetes.io/os and kubernetes.io/arch.

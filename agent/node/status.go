@@ -128,6 +128,9 @@ func (c *Controller) computeStatus(ctx context.Context, prev *v1.NodeStatus) (v1
 			readyCondition(ready, notReadyMessage),
 		},
 	}
+	if c.opts.Images != nil {
+		status.Images = c.opts.Images()
+	}
 	if c.opts.Provider != nil {
 		if err := c.opts.Provider.ConfigureNode(ctx, &status); err != nil {
 			return v1.NodeStatus{}, fmt.Errorf("provider: %w", err)
@@ -195,7 +198,8 @@ func statusChanged(have, want *v1.NodeStatus) bool {
 	if !apiequality.Semantic.DeepEqual(have.Capacity, want.Capacity) ||
 		!apiequality.Semantic.DeepEqual(have.Allocatable, want.Allocatable) ||
 		!apiequality.Semantic.DeepEqual(have.Addresses, want.Addresses) ||
-		have.NodeInfo != want.NodeInfo || have.DaemonEndpoints != want.DaemonEndpoints {
+		have.NodeInfo != want.NodeInfo || have.DaemonEndpoints != want.DaemonEndpoints ||
+		!apiequality.Semantic.DeepEqual(have.Images, want.Images) {
 		return true
 	}
 	for _, w := range want.Conditions {

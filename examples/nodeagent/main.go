@@ -74,6 +74,11 @@ type config struct {
 	maxDeadContainersPerContainer int
 	maxDeadContainers             int
 	containerGCPeriod             time.Duration
+	// image garbage collection, the kubelet's flags (agent.Options.ImageGC*)
+	imageGCHighThreshold int
+	imageGCLowThreshold  int
+	imageMinimumGCAge    time.Duration
+	imageMaximumGCAge    time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -109,6 +114,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.maxDeadContainersPerContainer, "maximum-dead-containers-per-container", 1, "most dead instances kept of each container of a running pod, the newest (for kubectl logs --previous); negative: no limit (the kubelet's)")
 	fs.IntVar(&c.maxDeadContainers, "maximum-dead-containers", -1, "most dead containers kept on the node in all, at least one per container; negative: no limit (the kubelet's)")
 	fs.DurationVar(&c.containerGCPeriod, "container-gc-period", time.Minute, "period of container garbage collection (dead containers and sandboxes, folders of pods that are gone); negative: none")
+	fs.IntVar(&c.imageGCHighThreshold, "image-gc-high-threshold", 85, "percent of the image file system's usage from which unused images are removed (1-100; 100: no image garbage collection)")
+	fs.IntVar(&c.imageGCLowThreshold, "image-gc-low-threshold", 80, "percent of the image file system's usage image garbage collection frees down to (1-99, below --image-gc-high-threshold)")
+	fs.DurationVar(&c.imageMinimumGCAge, "image-minimum-gc-age", 2*time.Minute, "minimum age of an unused image before it is garbage collected")
+	fs.DurationVar(&c.imageMaximumGCAge, "image-maximum-gc-age", 0, "maximum time an image may stay unused before it is garbage collected, whatever the usage (0: none)")
 	fs.BoolVar(&c.demo, "demo", false, "run the demo story on the embedded runtime, print what happened and exit (0 when every check held)")
 	fs.IntVar(&c.verbosity, "v", 2, "log verbosity: 0 errors and notable events, 2 pod lifecycle transitions, 4 every update")
 	if err := fs.Parse(args); err != nil {
@@ -150,6 +159,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.containerGCPeriod == 0 {
 		return c, errors.New("--container-gc-period 0: want a period, or a negative value for no container garbage collection")
 	}
+	if err := checkImageGCFlags(c); err != nil {
+		return c, err
+	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
@@ -163,6 +175,27 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("--demo injects faults into the embedded runtime; it cannot run with --cri-endpoint")
 	}
 	return c, nil
+}
+
+// checkImageGCFlags checks the image garbage collection flags as the
+// kubelet checks its configuration.
+func checkImageGCFlags(c config) error {
+	if c.imageGCHighThreshold < 1 || c.imageGCHighThreshold > 100 {
+		return fmt.Errorf("--image-gc-high-threshold %d: want 1 to 100", c.imageGCHighThreshold)
+	}
+	if c.imageGCLowThreshold < 1 || c.imageGCLowThreshold > 100 {
+		return fmt.Errorf("--image-gc-low-threshold %d: want 1 to 100", c.imageGCLowThreshold)
+	}
+	if c.imageGCLowThreshold >= c.imageGCHighThreshold {
+		return fmt.Errorf("--image-gc-low-threshold %d must be less than --image-gc-high-threshold %d", c.imageGCLowThreshold, c.imageGCHighThreshold)
+	}
+	if c.imageMinimumGCAge < 0 || c.imageMaximumGCAge < 0 {
+		return errors.New("--image-minimum-gc-age and --image-maximum-gc-age must not be negative")
+	}
+	if c.imageMaximumGCAge != 0 && c.imageMaximumGCAge <= c.imageMinimumGCAge {
+		return fmt.Errorf("--image-maximum-gc-age %s must be greater than --image-minimum-gc-age %s", c.imageMaximumGCAge, c.imageMinimumGCAge)
+	}
+	return nil
 }
 
 // parseLogMaxSize reads --container-log-max-size, a quantity as the

@@ -177,3 +177,25 @@ func TestContainerGCFlags(t *testing.T) {
 		}
 	}
 }
+
+// The image garbage collection flags: the kubelet's names, defaults and
+// checks.
+func TestImageGCFlags(t *testing.T) {
+	c, err := parseFlags(nil, io.Discard)
+	if err != nil || c.imageGCHighThreshold != 85 || c.imageGCLowThreshold != 80 ||
+		c.imageMinimumGCAge != 2*time.Minute || c.imageMaximumGCAge != 0 {
+		t.Errorf("image GC defaults: %+v, %v", c, err)
+	}
+	c, err = parseFlags([]string{"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "50",
+		"--image-minimum-gc-age", "0", "--image-maximum-gc-age", "24h"}, io.Discard)
+	if err != nil || c.imageGCHighThreshold != 100 || c.imageGCLowThreshold != 50 || c.imageMaximumGCAge != 24*time.Hour {
+		t.Errorf("image GC flags: %+v, %v", c, err)
+	}
+	for _, bad := range [][]string{{"--image-gc-high-threshold", "101"}, {"--image-gc-high-threshold", "0"},
+		{"--image-gc-low-threshold", "85"}, {"--image-gc-low-threshold", "90"},
+		{"--image-minimum-gc-age", "-1s"}, {"--image-maximum-gc-age", "1m"}} {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/agent/imagegc"
 	"github.com/podlife/podlife/runtime"
 	"github.com/podlife/podlife/runtime/cri"
 	"github.com/podlife/podlife/runtime/fakecri"
@@ -58,7 +59,7 @@ func openRuntime(endpoint string, podNetwork bool, log logr.Logger, reg promethe
 func serve(ctx context.Context, c config, log logr.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rt, _, closeRuntime, err := openRuntime(c.criEndpoint, c.podNetwork, log, reg)
+	rt, fake, closeRuntime, err := openRuntime(c.criEndpoint, c.podNetwork, log, reg)
 	if err != nil {
 		return err
 	}
@@ -84,7 +85,16 @@ func serve(ctx context.Context, c config, log logr.Logger) error {
 		ContainerLogMaxSize:  c.containerLogMaxSize,
 		ContainerLogMaxFiles: c.containerLogMaxFiles,
 
-		ContainerGCPeriod: c.containerGCPeriod,
+		ContainerGCPeriod:           c.containerGCPeriod,
+		ImageGCHighThresholdPercent: c.imageGCHighThreshold,
+		ImageGCLowThresholdPercent:  c.imageGCLowThreshold,
+		ImageMinimumGCAge:           minimumGCAge(c.imageMinimumGCAge),
+		ImageMaximumGCAge:           c.imageMaximumGCAge,
+	}
+	if fake != nil {
+		// The embedded runtime's images live in memory: its fake image
+		// file system (fakecri's capacity, its images' sizes).
+		opts.ImageFsStats = fakeImageFs(fake)
 	}
 	opts.ContainerGCPolicy, opts.ContainerGCKeepNoDeadInstance = containerGCPolicy(c)
 	for _, s := range strings.Split(c.allowedUnsafeSysctls, ",") {
@@ -199,3 +209,22 @@ func debugPods(views []agent.PodView) []debugPod {
 }
 
 var _ runtime.Runtime = (*cri.Runtime)(nil)
+
+// minimumGCAge turns --image-minimum-gc-age 0 (no minimum) into
+// agent.Options' "none" (negative; its zero means the default).
+func minimumGCAge(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// fakeImageFs is the embedded fakecri's image file system, for image
+// garbage collection.
+func fakeImageFs(srv *fakecri.Server) imagegc.StatsFunc {
+	return func(context.Context) (imagegc.FsStats, error) {
+		capacity, used := srv.ImageFsStats()
+		return imagegc.FsStats{Mountpoint: "embedded-fakecri", CapacityBytes: capacity,
+			AvailableBytes: capacity - min(used, capacity), UsedBytes: used}, nil
+	}
+}

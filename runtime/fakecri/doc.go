@@ -49,6 +49,8 @@
 // RemoveImage and CreateContainer find it by ID, any tag or any digest, and
 // PullImage answers its ID, which ContainerStatus and ListContainers report
 // as ImageRef and ImageId. RemoveImage removes the image with all its tags.
+// ImageFsInfo reports one file system at Options.ImageFsMountpoint used by
+// the sum of the images' sizes; ImageFsStats adds Options.ImageFsCapacity.
 // ImageStatus answers "no image" for a missing one. PullImage of any name
 // succeeds, in Options.PullLatency; each name is then an image of its own,
 // unless Options.Registry says which references serve one image (its ID,

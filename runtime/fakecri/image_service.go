@@ -200,6 +200,36 @@ func (i *imageService) RemoveImage(_ context.Context, req *runtimeapi.RemoveImag
 	return &runtimeapi.RemoveImageResponse{}, nil
 }
 
+// ImageFsInfo reports one image file system, at Options.ImageFsMountpoint,
+// used by the sum of the present images' sizes (one inode each).
 func (i *imageService) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (*runtimeapi.ImageFsInfoResponse, error) {
-	return &runtimeapi.ImageFsInfoResponse{}, nil
+	s := i.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	used, n := s.imageUsageLocked()
+	return &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{{
+		Timestamp:  s.now(),
+		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: s.opts.ImageFsMountpoint},
+		UsedBytes:  &runtimeapi.UInt64Value{Value: used},
+		InodesUsed: &runtimeapi.UInt64Value{Value: n},
+	}}}, nil
+}
+
+// imageUsageLocked sums the sizes of the present images and counts them.
+func (s *Server) imageUsageLocked() (used, n uint64) {
+	for _, img := range s.images {
+		used += img.size
+	}
+	return used, uint64(len(s.images))
+}
+
+// ImageFsStats returns the fake image file system's capacity
+// (Options.ImageFsCapacity) and usage (the sum of the present images'
+// sizes, as ImageFsInfo reports it), for image garbage collection on the
+// fake runtime (agent/imagegc's Options.Stats).
+func (s *Server) ImageFsStats() (capacity, used uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	used, _ = s.imageUsageLocked()
+	return s.opts.ImageFsCapacity, used
 }

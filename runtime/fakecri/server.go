@@ -50,6 +50,13 @@ type Options struct {
 	// PodIPPrefix+N (N = 2, 3, …). Sandboxes in the node network get no IP.
 	// Default "10.88.0.".
 	PodIPPrefix string
+	// ImageFsMountpoint is the mount point ImageFsInfo names for the
+	// image file system. Default "/".
+	ImageFsMountpoint string
+	// ImageFsCapacity is the size, in bytes, of the fake image file
+	// system ImageFsStats reports (ImageFsInfo gives only the usage, the
+	// sum of the images' sizes). Default 100 GiB.
+	ImageFsCapacity uint64
 }
 
 func (o Options) withDefaults() Options {
@@ -70,6 +77,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PodIPPrefix == "" {
 		o.PodIPPrefix = "10.88.0."
+	}
+	if o.ImageFsMountpoint == "" {
+		o.ImageFsMountpoint = "/"
+	}
+	if o.ImageFsCapacity == 0 {
+		o.ImageFsCapacity = 100 << 30
 	}
 	return o
 }

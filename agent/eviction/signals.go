@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,7 +109,8 @@ func (v ThresholdValue) String() string {
 	if v.Quantity != nil {
 		return v.Quantity.String()
 	}
-	return strconv.FormatFloat(float64(v.Percentage)*100, 'f', -1, 32) + "%"
+	// To 1/10000 of a percent: a float32 percentage is no more precise.
+	return strconv.FormatFloat(math.Round(float64(v.Percentage)*1e6)/1e4, 'f', -1, 64) + "%"
 }
 
 // Threshold is a threshold of a signal: met when the signal's available

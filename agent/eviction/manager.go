@@ -229,7 +229,7 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 	}
 	obs := m.observe(ns)
 	pods := m.opts.ActivePods()
-	var podStats podStatsFunc
+	var podList []statsapi.PodStats
 	if list, err := m.opts.PodStats.ListPodStats(ctx); err != nil {
 		if !m.podFailing {
 			m.log.Error(err, "eviction manager: cannot get the pods' stats; no pod is evicted until they come back")
@@ -240,7 +240,7 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 			m.log.V(2).Info("eviction manager: pod stats available again")
 			m.podFailing = false
 		}
-		podStats = statsByUID(list)
+		podList = list
 	}
 
 	now := m.opts.Clock.Now()
@@ -257,11 +257,11 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 	m.lastObs = obs
 	m.setConditions(conds)
 
-	if podStats == nil {
+	if podList == nil {
 		return nil, nil
 	}
 	if !m.opts.DisableLocalStorageEviction {
-		if evicted := m.localStorageEviction(ctx, pods, podStats); len(evicted) > 0 {
+		if evicted := m.localStorageEviction(ctx, pods, podList); len(evicted) > 0 {
 			return evicted, nil
 		}
 	}
@@ -269,6 +269,7 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 		m.log.V(4).Info("eviction manager: no resources are starved")
 		return nil, nil
 	}
+	podStats := statsByUID(podList, nil)
 	thresholds = evictionPriority(thresholds)
 	t := thresholds[0]
 	res := signalResource(t.Signal)
@@ -288,15 +289,17 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 	if !t.Hard() {
 		grace = m.opts.MaxPodGracePeriodSeconds
 	}
-	for _, pod := range rank(pods, podStats, t.Signal, *m.dedicated) {
-		message, annotations := evictionMessage(res, pod, podStats, thresholds, obs)
-		cond := &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet, Message: message}
-		if m.evict(ctx, pod, Eviction{GracePeriodSeconds: grace, Message: message, Condition: cond, Signal: string(t.Signal)}, annotations) {
-			return []*v1.Pod{pod}, nil
-		}
+	// The first pod in rank that is not critical: the kubelet tries them
+	// in rank and refuses the critical ones.
+	pod := first(rankKeys(pods, podStats, t.Signal, *m.dedicated), func(p *v1.Pod) bool { return !critical(p) })
+	if pod == nil {
+		m.log.Info("eviction manager: unable to evict any pods from the node")
+		return nil, nil
 	}
-	m.log.Info("eviction manager: unable to evict any pods from the node")
-	return nil, nil
+	message, annotations := evictionMessage(res, pod, podStats, thresholds, obs)
+	cond := &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet, Message: message}
+	m.evict(ctx, pod, Eviction{GracePeriodSeconds: grace, Message: message, Condition: cond, Signal: string(t.Signal)}, annotations)
+	return []*v1.Pod{pod}, nil
 }
 
 // nodeFailed logs err the first time in a row and returns it.
@@ -341,12 +344,24 @@ func (m *Manager) setConditions(conds []v1.NodeConditionType) {
 
 // localStorageEviction evicts every pod over an emptyDir sizeLimit or an
 // ephemeral-storage limit.
-func (m *Manager) localStorageEviction(ctx context.Context, pods []*v1.Pod, stats podStatsFunc) []*v1.Pod {
-	var evicted []*v1.Pod
+func (m *Manager) localStorageEviction(ctx context.Context, pods []*v1.Pod, list []statsapi.PodStats) []*v1.Pod {
+	var limited []*v1.Pod
 	for _, pod := range pods {
-		if !storageLimited(pod) {
-			continue
+		if storageLimited(pod) {
+			limited = append(limited, pod)
 		}
+	}
+	if len(limited) == 0 {
+		return nil
+	}
+	// Only the stats of the pods with limits are indexed: usually few.
+	want := make(map[types.UID]bool, len(limited))
+	for _, p := range limited {
+		want[p.UID] = true
+	}
+	stats := statsByUID(list, want)
+	var evicted []*v1.Pod
+	for _, pod := range limited {
 		v, ok := localStorageViolation(pod, stats, *m.dedicated)
 		if !ok {
 			continue
@@ -414,11 +429,19 @@ func (m *Manager) reclaimNodeLevel(ctx context.Context, signal Signal, res v1.Re
 	return len(thresholdsMet(m.opts.Thresholds, obs, true)) == 0
 }
 
-// statsByUID indexes pod stats by pod UID.
-func statsByUID(list []statsapi.PodStats) podStatsFunc {
-	byUID := make(map[types.UID]*statsapi.PodStats, len(list))
+// statsByUID indexes pod stats by pod UID: all of them, or with want
+// those of the pods it holds.
+func statsByUID(list []statsapi.PodStats, want map[types.UID]bool) podStatsFunc {
+	n := len(list)
+	if want != nil {
+		n = len(want)
+	}
+	byUID := make(map[types.UID]*statsapi.PodStats, n)
 	for i := range list {
-		byUID[types.UID(list[i].PodRef.UID)] = &list[i]
+		uid := types.UID(list[i].PodRef.UID)
+		if want == nil || want[uid] {
+			byUID[uid] = &list[i]
+		}
 	}
 	return func(p *v1.Pod) (*statsapi.PodStats, bool) {
 		s, ok := byUID[p.UID]

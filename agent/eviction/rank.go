@@ -21,6 +21,7 @@ const (
 // priority (lowest first), then by usage above request (largest first).
 type rankKey struct {
 	pod      *v1.Pod
+	index    int // the pod's place in the list given: ties keep it
 	noStats  bool
 	exceeds  bool
 	priority int32
@@ -52,15 +53,44 @@ func compareKeys(a, b rankKey) int {
 	case a.over < b.over:
 		return 1
 	}
-	return 0
+	return a.index - b.index
 }
 
 // rank orders pods for eviction to reclaim the resource of signal, as the
 // kubelet's rankMemoryPressure, rankDiskPressureFunc and rankPIDPressure:
 // memory and disk by (usage above requests, priority, usage less
-// requests), PIDs by (priority, process count). The sort is stable: pods
-// that compare equal keep their order.
+// requests), PIDs by (priority, process count). Pods that compare equal
+// keep their order.
 func rank(pods []*v1.Pod, stats podStatsFunc, signal Signal, dedicatedImageFs bool) []*v1.Pod {
+	keys := rankKeys(pods, stats, signal, dedicatedImageFs)
+	slices.SortFunc(keys, compareKeys)
+	out := make([]*v1.Pod, len(keys))
+	for i, k := range keys {
+		out[i] = k.pod
+	}
+	return out
+}
+
+// first returns the first pod in rank that ok accepts, or nil: what a
+// pass needs of the ranking, in one walk over the pods instead of a sort.
+func first(keys []rankKey, ok func(*v1.Pod) bool) *v1.Pod {
+	best := -1
+	for i := range keys {
+		if !ok(keys[i].pod) {
+			continue
+		}
+		if best < 0 || compareKeys(keys[i], keys[best]) < 0 {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	return keys[best].pod
+}
+
+// rankKeys computes what each pod is ranked on.
+func rankKeys(pods []*v1.Pod, stats podStatsFunc, signal Signal, dedicatedImageFs bool) []rankKey {
 	keys := make([]rankKey, len(pods))
 	res := signalResource(signal)
 	measure := fsRoot | fsLogs | fsLocalVolume
@@ -73,7 +103,7 @@ func rank(pods []*v1.Pod, stats podStatsFunc, signal Signal, dedicatedImageFs bo
 		}
 	}
 	for i, pod := range pods {
-		k := rankKey{pod: pod, priority: podPriority(pod)}
+		k := rankKey{pod: pod, index: i, priority: podPriority(pod)}
 		ps, ok := stats(pod)
 		if !ok {
 			k.noStats = true
@@ -101,12 +131,7 @@ func rank(pods []*v1.Pod, stats podStatsFunc, signal Signal, dedicatedImageFs bo
 		k.over = usage - request
 		keys[i] = k
 	}
-	slices.SortStableFunc(keys, compareKeys)
-	out := make([]*v1.Pod, len(keys))
-	for i, k := range keys {
-		out[i] = k.pod
-	}
-	return out
+	return keys
 }
 
 // podPriority is the pod's priority, 0 when unset.

@@ -46,6 +46,8 @@ type Agent struct {
 	syncer  *syncer
 	server  *server.Server     // Options.Server's, or nil
 	logs    *logrotate.Manager // container log rotation, or nil
+	// evictions: the eviction manager and its evictions (eviction.go).
+	evictions evictionParts
 	sysctls *sysctl.Allowlist
 
 	started atomic.Bool
@@ -243,6 +245,11 @@ func New(opts Options) (*Agent, error) {
 		// housekeeping still terminates what the runtime runs.
 		a.sources = append(a.sources, namedRunner{"none", emptySource{a.config.Sink("none")}})
 	}
+	// Before the log rotation: it registers metrics, and only fails on
+	// options.
+	if err := a.newEviction(); err != nil {
+		return nil, a.cleanup(fmt.Errorf("agent: eviction: %w", err))
+	}
 	// Last: it registers metrics, and nothing fails after it.
 	if err := a.newLogRotation(); err != nil {
 		return nil, a.cleanup(fmt.Errorf("agent: log rotation: %w", err))
@@ -314,6 +321,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.logs != nil {
 		run("log rotation", a.logs.Run)
+	}
+	if a.evictions.mgr != nil {
+		run("eviction manager", a.evictions.mgr.Run)
 	}
 	run("sync loop", a.syncLoop)
 	<-ctx.Done()

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/agent/eviction"
 	"github.com/podlife/podlife/agent/server"
 	"github.com/podlife/podlife/internal/sysctl"
 	"github.com/podlife/podlife/podmanager"
@@ -196,6 +197,23 @@ type Options struct {
 	// every status generation, so it must be cheap and safe for concurrent
 	// use. Default nil: pod statuses carry no hostIP.
 	NodeIPs func() []string
+
+	// Eviction (agent/eviction) ---------------------------------------
+
+	// Eviction runs the kubelet's eviction manager with these options:
+	// under memory, disk or PID pressure it sets the Node's pressure
+	// conditions (with Cluster), refuses new pods as the kubelet does, and
+	// evicts pods (phase Failed, reason Evicted, a DisruptionTarget
+	// condition, an event); pods over an emptyDir sizeLimit or an
+	// ephemeral-storage limit are evicted too. The agent supplies
+	// ActivePods, Evict and PodCleanedUp, and, unless set: NodeStats (this
+	// machine, the node file system being that of the runtime's volume
+	// root), PodStats (the runtime's, with the disk usage of the pods'
+	// emptyDirs and logs), Recorder, NodeRef, Clock, Logger, Registerer
+	// and MetricsNamespace. Thresholds nil means the kubelet's default hard
+	// thresholds. Default nil: no eviction manager, and the pressure
+	// conditions stay False (examples/nodeagent runs one by default).
+	Eviction *eviction.Options
 }
 
 // withDefaults returns a copy of o with every default applied.

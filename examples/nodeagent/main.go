@@ -29,6 +29,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podlife/podlife/agent/eviction"
 )
 
 // config is the command line.
@@ -65,6 +67,9 @@ type config struct {
 	// in bytes, negative: off; ContainerLogMaxFiles)
 	containerLogMaxSize  int64
 	containerLogMaxFiles int
+	// eviction manager (agent/eviction), the kubelet's --eviction-* flags
+	evictionFlags evictionFlags
+	eviction      *eviction.Options
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -97,6 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&logMaxSize, "container-log-max-size", "10Mi", "size (a quantity: 10Mi, 500Ki) from which a running container's log file is rotated; negative: no rotation")
 	fs.IntVar(&c.containerLogMaxFiles, "container-log-max-files", 5, "most log files kept per container, the current one included (at least 2); older rotated ones are compressed")
 	fs.BoolVar(&c.demo, "demo", false, "run the demo story on the embedded runtime, print what happened and exit (0 when every check held)")
+	c.evictionFlags.register(fs)
 	fs.IntVar(&c.verbosity, "v", 2, "log verbosity: 0 errors and notable events, 2 pod lifecycle transitions, 4 every update")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -126,6 +132,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	var err error
 	if c.containerLogMaxSize, err = parseLogMaxSize(logMaxSize); err != nil {
+		return c, err
+	}
+	if c.eviction, err = c.evictionFlags.options(); err != nil {
 		return c, err
 	}
 	if c.containerLogMaxFiles < 2 {

@@ -83,6 +83,8 @@ func serve(ctx context.Context, c config, log logr.Logger) error {
 
 		ContainerLogMaxSize:  c.containerLogMaxSize,
 		ContainerLogMaxFiles: c.containerLogMaxFiles,
+
+		Eviction: c.eviction,
 	}
 	for _, s := range strings.Split(c.allowedUnsafeSysctls, ",") {
 		if s = strings.TrimSpace(s); s != "" {

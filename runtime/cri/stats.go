@@ -128,3 +128,8 @@ func memoryStats(m *runtimeapi.MemoryUsage) *statsapi.MemoryStats {
 	}
 	return s
 }
+
+// VolumeRoot returns Options.VolumeRoot (defaulted): the folder of the
+// pods' folders, where their emptyDirs and logs are (for the disk usage
+// an eviction manager measures).
+func (r *Runtime) VolumeRoot() string { return r.opts.VolumeRoot }

@@ -48,7 +48,7 @@ type Agent struct {
 	logs    *logrotate.Manager // container log rotation, or nil
 	// evictions: the eviction manager and its evictions (eviction.go).
 	evictions evictionParts
-	sysctls *sysctl.Allowlist
+	sysctls   *sysctl.Allowlist
 
 	started atomic.Bool
 	// runtimeEvents: the runtime records the container events itself,

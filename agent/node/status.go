@@ -127,7 +127,7 @@ func (c *Controller) computeStatus(ctx context.Context, prev *v1.NodeStatus) (v1
 		Addresses:       append([]v1.NodeAddress(nil), addresses...),
 		NodeInfo:        info,
 		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: c.opts.DaemonEndpointPort}},
-		Conditions: append(c.pressureConditions(), readyCondition(ready, notReadyMessage)),
+		Conditions:      append(c.pressureConditions(), readyCondition(ready, notReadyMessage)),
 	}
 	if c.opts.Provider != nil {
 		if err := c.opts.Provider.ConfigureNode(ctx, &status); err != nil {

@@ -46,9 +46,10 @@ type Agent struct {
 	syncer  *syncer
 	server  *server.Server     // Options.Server's, or nil
 	logs    *logrotate.Manager // container log rotation, or nil
+	sysctls *sysctl.Allowlist
+
 	// evictions: the eviction manager and its evictions (eviction.go).
 	evictions evictionParts
-	sysctls   *sysctl.Allowlist
 
 	started atomic.Bool
 	// runtimeEvents: the runtime records the container events itself,

@@ -47,6 +47,10 @@ type Manager struct {
 	nodeFailing   bool
 	podFailing    bool
 	dedicated     *bool
+	// Reused from pass to pass (a map keeps its buckets when cleared):
+	// the stats index and the rank keys.
+	byUID map[types.UID]*statsapi.PodStats
+	keys  []rankKey
 
 	mu sync.RWMutex
 	// conditions are the pressure conditions on, in a fixed order.
@@ -269,7 +273,9 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 		m.log.V(4).Info("eviction manager: no resources are starved")
 		return nil, nil
 	}
-	podStats := statsByUID(podList, nil)
+	m.byUID = indexStats(m.byUID, podList, nil)
+	defer clear(m.byUID) // keeps the buckets, drops this pass's stats
+	podStats := lookup(m.byUID)
 	thresholds = evictionPriority(thresholds)
 	t := thresholds[0]
 	res := signalResource(t.Signal)
@@ -291,7 +297,9 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 	}
 	// The first pod in rank that is not critical: the kubelet tries them
 	// in rank and refuses the critical ones.
-	pod := first(rankKeys(pods, podStats, t.Signal, *m.dedicated), func(p *v1.Pod) bool { return !critical(p) })
+	m.keys = rankKeys(m.keys[:0], pods, podStats, t.Signal, *m.dedicated)
+	pod := first(m.keys, func(p *v1.Pod) bool { return !critical(p) })
+	clear(m.keys) // drop the pods
 	if pod == nil {
 		m.log.Info("eviction manager: unable to evict any pods from the node")
 		return nil, nil
@@ -432,17 +440,29 @@ func (m *Manager) reclaimNodeLevel(ctx context.Context, signal Signal, res v1.Re
 // statsByUID indexes pod stats by pod UID: all of them, or with want
 // those of the pods it holds.
 func statsByUID(list []statsapi.PodStats, want map[types.UID]bool) podStatsFunc {
-	n := len(list)
-	if want != nil {
-		n = len(want)
+	return lookup(indexStats(nil, list, want))
+}
+
+// indexStats adds the stats of list to byUID (made when nil): all of
+// them, or with want those of the pods it holds.
+func indexStats(byUID map[types.UID]*statsapi.PodStats, list []statsapi.PodStats, want map[types.UID]bool) map[types.UID]*statsapi.PodStats {
+	if byUID == nil {
+		n := len(list)
+		if want != nil {
+			n = len(want)
+		}
+		byUID = make(map[types.UID]*statsapi.PodStats, n)
 	}
-	byUID := make(map[types.UID]*statsapi.PodStats, n)
 	for i := range list {
 		uid := types.UID(list[i].PodRef.UID)
 		if want == nil || want[uid] {
 			byUID[uid] = &list[i]
 		}
 	}
+	return byUID
+}
+
+func lookup(byUID map[types.UID]*statsapi.PodStats) podStatsFunc {
 	return func(p *v1.Pod) (*statsapi.PodStats, bool) {
 		s, ok := byUID[p.UID]
 		return s, ok

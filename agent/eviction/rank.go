@@ -62,7 +62,7 @@ func compareKeys(a, b rankKey) int {
 // requests), PIDs by (priority, process count). Pods that compare equal
 // keep their order.
 func rank(pods []*v1.Pod, stats podStatsFunc, signal Signal, dedicatedImageFs bool) []*v1.Pod {
-	keys := rankKeys(pods, stats, signal, dedicatedImageFs)
+	keys := rankKeys(nil, pods, stats, signal, dedicatedImageFs)
 	slices.SortFunc(keys, compareKeys)
 	out := make([]*v1.Pod, len(keys))
 	for i, k := range keys {
@@ -89,9 +89,10 @@ func first(keys []rankKey, ok func(*v1.Pod) bool) *v1.Pod {
 	return keys[best].pod
 }
 
-// rankKeys computes what each pod is ranked on.
-func rankKeys(pods []*v1.Pod, stats podStatsFunc, signal Signal, dedicatedImageFs bool) []rankKey {
-	keys := make([]rankKey, len(pods))
+// rankKeys computes what each pod is ranked on, into keys (reused when
+// large enough).
+func rankKeys(keys []rankKey, pods []*v1.Pod, stats podStatsFunc, signal Signal, dedicatedImageFs bool) []rankKey {
+	keys = slices.Grow(keys[:0], len(pods))[:len(pods)]
 	res := signalResource(signal)
 	measure := fsRoot | fsLogs | fsLocalVolume
 	if dedicatedImageFs {

@@ -41,7 +41,7 @@ func TestFirstIsHeadOfRank(t *testing.T) {
 				break
 			}
 		}
-		if got := first(rankKeys(pods, stats, SignalMemoryAvailable, false), ok); got != want {
+		if got := first(rankKeys(nil, pods, stats, SignalMemoryAvailable, false), ok); got != want {
 			t.Fatalf("first %v, head of rank %v", got.Name, want.Name)
 		}
 	}

@@ -225,6 +225,9 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 	}
 	ns, err := m.opts.NodeStats.NodeStats(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, m.nodeFailed(fmt.Errorf("eviction: node stats: %w", err))
 	}
 	if m.nodeFailing {
@@ -235,6 +238,9 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 	pods := m.opts.ActivePods()
 	var podList []statsapi.PodStats
 	if list, err := m.opts.PodStats.ListPodStats(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if !m.podFailing {
 			m.log.Error(err, "eviction manager: cannot get the pods' stats; no pod is evicted until they come back")
 		}

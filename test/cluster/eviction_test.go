@@ -28,7 +28,8 @@ import (
 // processes' use and each running pod's working set (the test's figure
 // for it, by pod name).
 type suppliedSignals struct {
-	inner eviction.PodStatsProvider
+	inner     eviction.PodStatsProvider
+	namespace string // the test's: only its pods use memory
 
 	mu                    sync.Mutex
 	memCapacity, other    int64
@@ -48,6 +49,11 @@ func (s *suppliedSignals) ListPodStats(ctx context.Context) ([]statsapi.PodStats
 	defer s.mu.Unlock()
 	var sum int64
 	for i := range list {
+		if list[i].PodRef.Namespace != s.namespace {
+			// A previous run's pod on the same node, still being
+			// deleted: not this test's.
+			continue
+		}
 		ws := uint64(s.workingSet[list[i].PodRef.Name])
 		sum += int64(ws)
 		list[i].Memory = &statsapi.MemoryStats{Time: metav1.Now(), WorkingSetBytes: &ws}
@@ -203,7 +209,7 @@ func TestEvictionUnderSuppliedMemoryAndDiskPressure(t *testing.T) {
 	api := apitest.New(t)
 	ns := api.Namespace(t)
 	n := newNode(t, api, "evict-1", nil)
-	sig := &suppliedSignals{inner: n.rt, memCapacity: 2048 * mib, fsCapacity: 100 << 30, fsAvail: 50 << 30,
+	sig := &suppliedSignals{inner: n.rt, namespace: ns, memCapacity: 2048 * mib, fsCapacity: 100 << 30, fsAvail: 50 << 30,
 		workingSet: map[string]int64{"besteffort": 400 * mib, "burstable-above": 300 * mib, "burstable-within": 100 * mib, "guaranteed": 900 * mib}}
 	a := startEvicting(t, n, &eviction.Options{
 		NodeStats: sig, PodStats: sig, ImageGC: sig,

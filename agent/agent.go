@@ -52,6 +52,9 @@ type Agent struct {
 	images  *imagegc.Manager   // image garbage collection, or nil
 	sysctls *sysctl.Allowlist
 
+	// evictions: the eviction manager and its evictions (eviction.go).
+	evictions evictionParts
+
 	started atomic.Bool
 	// runtimeEvents: the runtime records the container events itself,
 	// Started included (runtime/cri); otherwise the agent records Started
@@ -256,6 +259,11 @@ func New(opts Options) (*Agent, error) {
 	if err := a.newImageGC(); err != nil {
 		return nil, a.cleanup(fmt.Errorf("agent: image garbage collection: %w", err))
 	}
+	// Before the log rotation: it registers metrics, and only fails on
+	// options.
+	if err := a.newEviction(); err != nil {
+		return nil, a.cleanup(fmt.Errorf("agent: eviction: %w", err))
+	}
 	// Last: it registers metrics, and nothing fails after it.
 	if err := a.newLogRotation(); err != nil {
 		return nil, a.cleanup(fmt.Errorf("agent: log rotation: %w", err))
@@ -333,6 +341,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.images != nil {
 		run("image garbage collection", a.images.Run)
+	}
+	if a.evictions.mgr != nil {
+		run("eviction manager", a.evictions.mgr.Run)
 	}
 	run("sync loop", a.syncLoop)
 	<-ctx.Done()

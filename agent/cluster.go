@@ -188,6 +188,9 @@ func (a *Agent) newCluster() error {
 			// The port the node server really serves on.
 			no.DaemonEndpointPort = int32(a.server.Port())
 		}
+		if no.Pressure == nil && opts.Eviction != nil {
+			no.Pressure = evictionPressure{a}
+		}
 		if a.cluster.node, err = node.New(no); err != nil {
 			return err
 		}

@@ -154,6 +154,22 @@
 // system's usage (runtime/cri does; Options.ImageFsStats otherwise); a
 // negative ImageGCHighThresholdPercent turns it off. Agent.ImageGC returns
 // it (DeleteUnusedImages for an eviction manager).
+// # Eviction
+//
+// With Options.Eviction the agent runs the kubelet's eviction manager
+// (agent/eviction) on its own goroutine, every 10 s by default: it sees
+// the agent's active pods (not mirror pods, not those already asked to
+// terminate), evicts one through its pod worker (a kill with Evict set,
+// the eviction's grace period and a status function), and every later
+// status of the pod, the final one included, keeps phase Failed, reason
+// Evicted, the kubelet's message and the DisruptionTarget condition. Its
+// admission runs first among the AdmitHandlers (a refused pod is Failed,
+// reason Evicted, "Pod was rejected: The node had condition:
+// [MemoryPressure]. "), and with Cluster the Node's MemoryPressure,
+// DiskPressure and PIDPressure follow it. By default it reads this
+// machine's signals, with the runtime's volume root as the node file
+// system, and the runtime's pod stats with the disk usage of the pods'
+// emptyDirs and logs. Agent.Eviction returns it.
 //
 // # Ownership
 //

@@ -130,6 +130,7 @@ func (a *Agent) handlePodRemoves(pods []*v1.Pod) {
 		delete(a.rejected, pod.UID)
 		a.mu.Unlock()
 		a.forgetDeadline(pod)
+		a.forgetEviction(pod)
 		if !a.config.SeenAllSources() {
 			// The kubelet's deletePod refuses here; housekeeping, which
 			// starts once every source is ready, terminates the pod as an

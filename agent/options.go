@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/agent/eviction"
 	"github.com/podlife/podlife/agent/gc"
 	"github.com/podlife/podlife/agent/imagegc"
 	"github.com/podlife/podlife/agent/server"
@@ -245,6 +246,22 @@ type Options struct {
 	// runtime). Default: the runtime's ImageFsInfo and statfs of its
 	// mount point.
 	ImageFsStats imagegc.StatsFunc
+	// Eviction (agent/eviction) ---------------------------------------
+
+	// Eviction runs the kubelet's eviction manager with these options:
+	// under memory, disk or PID pressure it sets the Node's pressure
+	// conditions (with Cluster), refuses new pods as the kubelet does, and
+	// evicts pods (phase Failed, reason Evicted, a DisruptionTarget
+	// condition, an event); pods over an emptyDir sizeLimit or an
+	// ephemeral-storage limit are evicted too. The agent supplies
+	// ActivePods, Evict and PodCleanedUp, and, unless set: NodeStats (this
+	// machine, the node file system being that of the runtime's volume
+	// root), PodStats (the runtime's, with the disk usage of the pods'
+	// emptyDirs and logs), Recorder, NodeRef, Clock, Logger, Registerer
+	// and MetricsNamespace. Thresholds nil means the kubelet's default hard
+	// thresholds. Default nil: no eviction manager, and the pressure
+	// conditions stay False (examples/nodeagent runs one by default).
+	Eviction *eviction.Options
 }
 
 // withDefaults returns a copy of o with every default applied.

@@ -32,5 +32,6 @@ func (a *Agent) generateStatus(pod *v1.Pod, st *runtime.PodStatus, terminal bool
 	}
 	out := podstatus.Generate(in)
 	a.applyActiveDeadline(pod, &out, terminal)
+	a.applyEviction(pod, &out)
 	return out
 }

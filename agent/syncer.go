@@ -283,6 +283,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 		a.prober.RemovePod(pod.UID)
 	}
 	a.forgetDeadline(pod)
+	a.forgetEviction(pod)
 	a.log.V(2).Info("pod finished", "pod", podRef(pod), "podUID", pod.UID, "phase", st.Phase)
 	return nil
 }

@@ -465,3 +465,40 @@ func TestImagesListedInTheStatus(t *testing.T) {
 		return len(im) == 2 && im[0].SizeBytes == 5000
 	})
 }
+
+type fakePressure struct{ mem, disk, pid atomic.Bool }
+
+func (p *fakePressure) IsUnderMemoryPressure() bool { return p.mem.Load() }
+func (p *fakePressure) IsUnderDiskPressure() bool   { return p.disk.Load() }
+func (p *fakePressure) IsUnderPIDPressure() bool    { return p.pid.Load() }
+
+func TestPressureConditionsFollowTheirSource(t *testing.T) {
+	p := &fakePressure{}
+	h := newHarness(t, func(o *node.Options) { o.Pressure = p })
+	h.start()
+	h.waitRegistered()
+	for _, c := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
+		if got := cond(h.node(), c); got.Status != v1.ConditionFalse {
+			t.Fatalf("%s = %+v at registration", c, got)
+		}
+	}
+	p.mem.Store(true)
+	p.disk.Store(true)
+	h.eventually("pressure", 10*time.Second, func() bool {
+		return cond(h.node(), v1.NodeMemoryPressure).Status == v1.ConditionTrue && cond(h.node(), v1.NodeDiskPressure).Status == v1.ConditionTrue
+	})
+	for _, want := range []v1.NodeCondition{
+		{Type: v1.NodeMemoryPressure, Reason: "KubeletHasInsufficientMemory", Message: "podlife has insufficient memory available"},
+		{Type: v1.NodeDiskPressure, Reason: "KubeletHasDiskPressure", Message: "podlife has disk pressure"},
+		{Type: v1.NodePIDPressure, Reason: "KubeletHasSufficientPID", Message: "podlife has sufficient PID available"},
+	} {
+		if got := cond(h.node(), want.Type); got.Reason != want.Reason || got.Message != want.Message {
+			t.Errorf("%s = %q %q, want %q %q", want.Type, got.Reason, got.Message, want.Reason, want.Message)
+		}
+	}
+	p.mem.Store(false)
+	h.eventually("no memory pressure", 10*time.Second, func() bool {
+		c := cond(h.node(), v1.NodeMemoryPressure)
+		return c.Status == v1.ConditionFalse && c.Reason == "KubeletHasSufficientMemory"
+	})
+}

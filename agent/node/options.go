@@ -64,6 +64,16 @@ func (f ProviderFunc) ConfigureNode(ctx context.Context, status *v1.NodeStatus) 
 
 var _ Provider = ProviderFunc(nil)
 
+// PressureSource reports the node's resource pressure, as the kubelet's
+// eviction manager does for its node conditions; *eviction.Manager
+// implements it. Its methods are called at every status update and must
+// be cheap.
+type PressureSource interface {
+	IsUnderMemoryPressure() bool
+	IsUnderDiskPressure() bool
+	IsUnderPIDPressure() bool
+}
+
 // Options configure a Controller. Client and NodeName are required; every
 // other field's zero value means its documented default.
 type Options struct {
@@ -88,6 +98,10 @@ type Options struct {
 	// Manager.NodeImages (the 50 largest images, up to 5 names each).
 	// Default nil: the status lists no images.
 	Images func() []v1.ContainerImage
+	// Pressure gives the MemoryPressure, DiskPressure and PIDPressure
+	// conditions (the eviction manager, agent/eviction): True, with the
+	// kubelet's reasons, while it says so. Default nil: always False.
+	Pressure PressureSource
 
 	// Labels are added to the Node's at registration and adoption, beside
 	// kubernetes.io/hostname, kubernetes.io/os and kubernetes.io/arch.

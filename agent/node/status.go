@@ -23,6 +23,12 @@ const (
 	reasonSufficientMemory    = "KubeletHasSufficientMemory"
 	reasonNoDiskPressure      = "KubeletHasNoDiskPressure"
 	reasonSufficientPID       = "KubeletHasSufficientPID"
+	reasonInsufficientMemory  = "KubeletHasInsufficientMemory"
+	reasonDiskPressure        = "KubeletHasDiskPressure"
+	reasonInsufficientPID     = "KubeletHasInsufficientPID"
+	messageInsufficientMemory = "podlife has insufficient memory available"
+	messageDiskPressure       = "podlife has disk pressure"
+	messageInsufficientPID    = "podlife has insufficient PID available"
 	messageReady              = "podlife is posting ready status"
 	messageSufficientMemory   = "podlife has sufficient memory available"
 	messageNoDiskPressure     = "podlife has no disk pressure"
@@ -121,12 +127,7 @@ func (c *Controller) computeStatus(ctx context.Context, prev *v1.NodeStatus) (v1
 		Addresses:       append([]v1.NodeAddress(nil), addresses...),
 		NodeInfo:        info,
 		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: c.opts.DaemonEndpointPort}},
-		Conditions: []v1.NodeCondition{
-			condition(v1.NodeMemoryPressure, false, reasonSufficientMemory, messageSufficientMemory),
-			condition(v1.NodeDiskPressure, false, reasonNoDiskPressure, messageNoDiskPressure),
-			condition(v1.NodePIDPressure, false, reasonSufficientPID, messageSufficientPID),
-			readyCondition(ready, notReadyMessage),
-		},
+		Conditions:      append(c.pressureConditions(), readyCondition(ready, notReadyMessage)),
 	}
 	if c.opts.Images != nil {
 		status.Images = c.opts.Images()
@@ -150,6 +151,27 @@ func (c *Controller) computeStatus(ctx context.Context, prev *v1.NodeStatus) (v1
 		}
 	}
 	return status, nil
+}
+
+// pressureConditions are MemoryPressure, DiskPressure and PIDPressure as
+// Options.Pressure says (all False without it), with the kubelet's
+// reasons and messages.
+func (c *Controller) pressureConditions() []v1.NodeCondition {
+	var mem, disk, pid bool
+	if p := c.opts.Pressure; p != nil {
+		mem, disk, pid = p.IsUnderMemoryPressure(), p.IsUnderDiskPressure(), p.IsUnderPIDPressure()
+	}
+	pick := func(on bool, t v1.NodeConditionType, onReason, onMessage, offReason, offMessage string) v1.NodeCondition {
+		if on {
+			return condition(t, true, onReason, onMessage)
+		}
+		return condition(t, false, offReason, offMessage)
+	}
+	return []v1.NodeCondition{
+		pick(mem, v1.NodeMemoryPressure, reasonInsufficientMemory, messageInsufficientMemory, reasonSufficientMemory, messageSufficientMemory),
+		pick(disk, v1.NodeDiskPressure, reasonDiskPressure, messageDiskPressure, reasonNoDiskPressure, messageNoDiskPressure),
+		pick(pid, v1.NodePIDPressure, reasonInsufficientPID, messageInsufficientPID, reasonSufficientPID, messageSufficientPID),
+	}
 }
 
 // runtimeReady turns the runtime's answer into the Ready condition's

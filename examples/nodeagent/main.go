@@ -30,6 +30,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/podlife/podlife/agent/eviction"
 	"github.com/podlife/podlife/agent/gc"
 )
 
@@ -79,6 +80,9 @@ type config struct {
 	imageGCLowThreshold  int
 	imageMinimumGCAge    time.Duration
 	imageMaximumGCAge    time.Duration
+	// eviction manager (agent/eviction), the kubelet's --eviction-* flags
+	evictionFlags evictionFlags
+	eviction      *eviction.Options
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -119,6 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.imageMinimumGCAge, "image-minimum-gc-age", 2*time.Minute, "minimum age of an unused image before it is garbage collected")
 	fs.DurationVar(&c.imageMaximumGCAge, "image-maximum-gc-age", 0, "maximum time an image may stay unused before it is garbage collected, whatever the usage (0: none)")
 	fs.BoolVar(&c.demo, "demo", false, "run the demo story on the embedded runtime, print what happened and exit (0 when every check held)")
+	c.evictionFlags.register(fs)
 	fs.IntVar(&c.verbosity, "v", 2, "log verbosity: 0 errors and notable events, 2 pod lifecycle transitions, 4 every update")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -148,6 +153,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	var err error
 	if c.containerLogMaxSize, err = parseLogMaxSize(logMaxSize); err != nil {
+		return c, err
+	}
+	if c.eviction, err = c.evictionFlags.options(); err != nil {
 		return c, err
 	}
 	if c.containerLogMaxFiles < 2 {

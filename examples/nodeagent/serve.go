@@ -90,6 +90,7 @@ func serve(ctx context.Context, c config, log logr.Logger) error {
 		ImageGCLowThresholdPercent:  c.imageGCLowThreshold,
 		ImageMinimumGCAge:           minimumGCAge(c.imageMinimumGCAge),
 		ImageMaximumGCAge:           c.imageMaximumGCAge,
+		Eviction:                    c.eviction,
 	}
 	if fake != nil {
 		// The embedded runtime's images live in memory: its fake image

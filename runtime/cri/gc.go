@@ -63,8 +63,10 @@ func (r *Runtime) RemoveSandbox(ctx context.Context, id string) error {
 	return r.removeSandbox(ctx, id)
 }
 
-// VolumeRoot returns Options.VolumeRoot, the folder of the pods' own
-// folders (VolumeRoot/UID), for the sweep of orphaned pod folders.
+// VolumeRoot returns Options.VolumeRoot (defaulted), the folder of the
+// pods' own folders (VolumeRoot/UID), where their emptyDirs and logs are:
+// for the sweep of orphaned pod folders and the disk usage an eviction
+// manager measures.
 func (r *Runtime) VolumeRoot() string { return r.opts.VolumeRoot }
 
 // underVolumeRoot reports whether path lies inside VolumeRoot.

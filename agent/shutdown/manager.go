@@ -69,7 +69,9 @@ func New(opts Options) (*Manager, error) {
 }
 
 // Groups returns the priority groups, lowest priority first.
-func (m *Manager) Groups() []PriorityGracePeriod { return append([]PriorityGracePeriod(nil), m.groups...) }
+func (m *Manager) Groups() []PriorityGracePeriod {
+	return append([]PriorityGracePeriod(nil), m.groups...)
+}
 
 // Budget is the time a shutdown may take: the sum of the groups' grace
 // periods (what the kubelet asks logind to wait for).

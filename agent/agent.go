@@ -8,11 +8,13 @@ import (
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/agent/logrotate"
 	"github.com/podlife/podlife/agent/server"
+	"github.com/podlife/podlife/agent/shutdown"
 	"github.com/podlife/podlife/internal/sysctl"
 	"github.com/podlife/podlife/metrics"
 	"github.com/podlife/podlife/podmanager"
@@ -46,7 +48,9 @@ type Agent struct {
 	syncer  *syncer
 	server  *server.Server     // Options.Server's, or nil
 	logs    *logrotate.Manager // container log rotation, or nil
-	sysctls *sysctl.Allowlist
+	// shutdown is the graceful node shutdown (nodeshutdown.go), or nil.
+	shutdown *shutdown.Manager
+	sysctls  *sysctl.Allowlist
 
 	started atomic.Bool
 	// runtimeEvents: the runtime records the container events itself,
@@ -83,6 +87,10 @@ type Agent struct {
 	// is the result of the last one.
 	housekeepings    uint64
 	lastHousekeeping HousekeepingResult
+	// killStatus are the status edits of the pods' kills (killstatus.go).
+	killStatus map[types.UID]killEdit
+	// shutdownPods are the pods the node shutdown stopped (nodeshutdown.go).
+	shutdownPods []*v1.Pod
 }
 
 type namedRunner struct {
@@ -118,6 +126,7 @@ func New(opts Options) (*Agent, error) {
 		pending:          map[types.UID]pendingStarts{},
 		rejected:         map[types.UID]AdmitResult{},
 		exceeded:         map[types.UID]bool{},
+		killStatus:       map[types.UID]killEdit{},
 		forgotten:        map[types.UID]uint64{},
 	}
 	var err error
@@ -243,6 +252,9 @@ func New(opts Options) (*Agent, error) {
 		// housekeeping still terminates what the runtime runs.
 		a.sources = append(a.sources, namedRunner{"none", emptySource{a.config.Sink("none")}})
 	}
+	if err := a.newNodeShutdown(); err != nil {
+		return nil, a.cleanup(fmt.Errorf("agent: node shutdown: %w", err))
+	}
 	// Last: it registers metrics, and nothing fails after it.
 	if err := a.newLogRotation(); err != nil {
 		return nil, a.cleanup(fmt.Errorf("agent: log rotation: %w", err))
@@ -314,6 +326,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.logs != nil {
 		run("log rotation", a.logs.Run)
+	}
+	if a.shutdown != nil {
+		run("node shutdown", a.shutdown.Run)
 	}
 	run("sync loop", a.syncLoop)
 	<-ctx.Done()

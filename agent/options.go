@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/agent/server"
+	"github.com/podlife/podlife/agent/shutdown"
 	"github.com/podlife/podlife/internal/sysctl"
 	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podmanager/source"
@@ -196,6 +197,27 @@ type Options struct {
 	// every status generation, so it must be cheap and safe for concurrent
 	// use. Default nil: pod statuses carry no hostIP.
 	NodeIPs func() []string
+
+	// Graceful node shutdown (agent/shutdown), opt-in; Agent.ShutdownNode
+	// carries it out.
+
+	// ShutdownGracePeriod is the time a node shutdown may take (the
+	// kubelet's shutdownGracePeriod): pods below the system-critical
+	// priority get ShutdownGracePeriod - ShutdownGracePeriodCriticalPods,
+	// then critical pods get ShutdownGracePeriodCriticalPods. Whole
+	// seconds. Default 0: no graceful node shutdown (unless
+	// ShutdownGracePeriodByPodPriority is set).
+	ShutdownGracePeriod time.Duration
+	// ShutdownGracePeriodCriticalPods is the part of ShutdownGracePeriod
+	// kept for critical pods (shutdownGracePeriodCriticalPods). Default 0.
+	ShutdownGracePeriodCriticalPods time.Duration
+	// ShutdownGracePeriodByPodPriority, when set, gives the shutdown's
+	// groups instead (shutdownGracePeriodByPodPriority). Default none.
+	ShutdownGracePeriodByPodPriority []shutdown.PriorityGracePeriod
+	// ShutdownStateFile keeps the last shutdown's times across restarts,
+	// for the metrics (the kubelet's ROOT/graceful_node_shutdown_state).
+	// Default "": not kept.
+	ShutdownStateFile string
 }
 
 // withDefaults returns a copy of o with every default applied.

@@ -205,6 +205,9 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 			}
 		}
 	}
+	// The kill's status edit is decided on the status before the kill
+	// (killstatus.go).
+	a.noteKillStatus(pod.UID, podStatusFn)
 	if err := a.rt.KillPod(ctx, pod, nil, gracePeriod); err != nil {
 		return fmt.Errorf("kill pod %s: %w", podRef(pod), err)
 	}
@@ -223,9 +226,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 	if r, ok := a.rejection(pod.UID); ok {
 		st = rejectedStatus(pod, r) // killed so that it can be deleted
 	}
-	if podStatusFn != nil {
-		podStatusFn(&st)
-	}
+	a.applyKillStatus(pod.UID, &st)
 	_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
 	a.publishStatus(ctx, pod, mirror, st)
 	a.log.V(2).Info("pod terminated", "pod", podRef(pod), "podUID", pod.UID)
@@ -274,6 +275,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 	if r, ok := a.rejection(pod.UID); ok {
 		st = rejectedStatus(pod, r)
 	}
+	a.applyKillStatus(pod.UID, &st)
 	mirror, _ := a.pods.GetMirrorPodByPod(pod)
 	if err := a.publishFinished(ctx, pod, mirror, st); err != nil {
 		return fmt.Errorf("publish final status of %s: %w", podRef(pod), err)
@@ -283,6 +285,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 		a.prober.RemovePod(pod.UID)
 	}
 	a.forgetDeadline(pod)
+	a.forgetKillStatus(pod.UID)
 	a.log.V(2).Info("pod finished", "pod", podRef(pod), "podUID", pod.UID, "phase", st.Phase)
 	return nil
 }

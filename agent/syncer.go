@@ -261,14 +261,17 @@ func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, runningPod *runt
 // the pod is deleted (housekeeping's removeDeadRemains).
 func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.PodStatus) error {
 	a := s.a
-	if a.podContentRemovable(pod) {
-		if err := s.removeRuntimePod(ctx, pod); err != nil {
-			return err
-		}
-	}
+	// Volumes first: the runtime's RemovePod moves the pod's folder away,
+	// and with a root shared with the runtime that folder holds them
+	// (mounts must not move along).
 	if a.cluster.volumes != nil {
 		if err := a.cluster.volumes.TearDown(pod.UID); err != nil {
 			return fmt.Errorf("tear down volumes of pod %s: %w", podRef(pod), err)
+		}
+	}
+	if a.podContentRemovable(pod) {
+		if err := s.removeRuntimePod(ctx, pod); err != nil {
+			return err
 		}
 	}
 	st := a.generateStatus(pod, podStatus, true)

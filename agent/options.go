@@ -212,7 +212,8 @@ type Options struct {
 	// kept for critical pods (shutdownGracePeriodCriticalPods). Default 0.
 	ShutdownGracePeriodCriticalPods time.Duration
 	// ShutdownGracePeriodByPodPriority, when set, gives the shutdown's
-	// groups instead (shutdownGracePeriodByPodPriority). Default none.
+	// groups instead (shutdownGracePeriodByPodPriority); ShutdownGracePeriod
+	// and ShutdownGracePeriodCriticalPods must then be 0. Default none.
 	ShutdownGracePeriodByPodPriority []shutdown.PriorityGracePeriod
 	// ShutdownStateFile keeps the last shutdown's times across restarts,
 	// for the metrics (the kubelet's ROOT/graceful_node_shutdown_state).

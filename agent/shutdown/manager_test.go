@@ -85,6 +85,10 @@ func TestOptionsValidation(t *testing.T) {
 		{"priority twice", func(o *Options) {
 			o.ShutdownGracePeriodByPodPriority = []PriorityGracePeriod{{Priority: 1}, {Priority: 1}}
 		}, "given twice"},
+		{"both configurations", func(o *Options) {
+			o.ShutdownGracePeriod = time.Minute
+			o.ShutdownGracePeriodByPodPriority = []PriorityGracePeriod{{Priority: 1}}
+		}, "exclude each other"},
 		{"relative state file", func(o *Options) { o.ShutdownGracePeriod = time.Minute; o.StateFile = "state" }, "absolute"},
 		{"no pods", func(o *Options) { o.ShutdownGracePeriod = time.Minute; o.ActivePods = nil }, "ActivePods is required"},
 	} {

@@ -76,8 +76,8 @@ type Options struct {
 	// kubelet's shutdownGracePeriod: pods below SystemCriticalPriority get
 	// ShutdownGracePeriod - ShutdownGracePeriodCriticalPods, then critical
 	// pods ShutdownGracePeriodCriticalPods. Whole seconds (the kubelet's
-	// groups are counted in seconds; a fraction is dropped). Ignored when
-	// ShutdownGracePeriodByPodPriority is set.
+	// groups are counted in seconds; a fraction is dropped). Must be 0
+	// when ShutdownGracePeriodByPodPriority is set.
 	ShutdownGracePeriod time.Duration
 	// ShutdownGracePeriodCriticalPods is the part of ShutdownGracePeriod
 	// kept for the critical pods (shutdownGracePeriodCriticalPods).
@@ -154,6 +154,9 @@ func (o Options) validate() error {
 			errs = append(errs, fmt.Errorf("ShutdownGracePeriodCriticalPods %s must not exceed ShutdownGracePeriod %s", o.ShutdownGracePeriodCriticalPods, o.ShutdownGracePeriod))
 		}
 	} else {
+		if o.ShutdownGracePeriod != 0 || o.ShutdownGracePeriodCriticalPods != 0 {
+			errs = append(errs, errors.New("ShutdownGracePeriodByPodPriority and ShutdownGracePeriod (or ShutdownGracePeriodCriticalPods) exclude each other, as in the kubelet's configuration"))
+		}
 		seen := map[int32]bool{}
 		for i, p := range o.ShutdownGracePeriodByPodPriority {
 			if seen[p.Priority] {

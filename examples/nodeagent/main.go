@@ -29,6 +29,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podlife/podlife/agent/shutdown"
 )
 
 // config is the command line.
@@ -65,6 +67,13 @@ type config struct {
 	// in bytes, negative: off; ContainerLogMaxFiles)
 	containerLogMaxSize  int64
 	containerLogMaxFiles int
+	// root folder and graceful node shutdown, the kubelet's (shutdown.go)
+	rootDir                         string
+	configFile                      string
+	configIgnored                   []string // --config's fields not read
+	shutdownGracePeriod             time.Duration
+	shutdownGracePeriodCriticalPods time.Duration
+	shutdownByPriority              []shutdown.PriorityGracePeriod
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -96,6 +105,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var logMaxSize string
 	fs.StringVar(&logMaxSize, "container-log-max-size", "10Mi", "size (a quantity: 10Mi, 500Ki) from which a running container's log file is rotated; negative: no rotation")
 	fs.IntVar(&c.containerLogMaxFiles, "container-log-max-files", 5, "most log files kept per container, the current one included (at least 2); older rotated ones are compressed")
+	addShutdownFlags(fs, &c)
 	fs.BoolVar(&c.demo, "demo", false, "run the demo story on the embedded runtime, print what happened and exit (0 when every check held)")
 	fs.IntVar(&c.verbosity, "v", 2, "log verbosity: 0 errors and notable events, 2 pod lifecycle transitions, 4 every update")
 	if err := fs.Parse(args); err != nil {
@@ -130,6 +140,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.containerLogMaxFiles < 2 {
 		return c, fmt.Errorf("--container-log-max-files %d: want at least 2", c.containerLogMaxFiles)
+	}
+	if err := checkShutdownFlags(fs, &c); err != nil {
+		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
@@ -185,6 +198,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// SIGUSR1 asks for a graceful node shutdown (the kubelet's trigger
+	// besides logind); SIGINT and SIGTERM stop the agent and leave the
+	// pods running, adopted at the next start.
+	shutdownSigs := make(chan os.Signal, 1)
+	signal.Notify(shutdownSigs, syscall.SIGUSR1)
+	defer signal.Stop(shutdownSigs)
 	log := newLogger(stderr, c.verbosity)
 	if c.demo {
 		ok, err := runDemo(ctx, stdout, log)
@@ -197,7 +216,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if err := serve(ctx, c, log); err != nil {
+	if err := serveWith(ctx, c, log, shutdownSigs); err != nil {
 		fmt.Fprintln(stderr, "nodeagent:", err)
 		return 1
 	}

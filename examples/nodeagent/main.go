@@ -69,6 +69,7 @@ type config struct {
 	containerLogMaxFiles int
 	// root folder and graceful node shutdown, the kubelet's (shutdown.go)
 	rootDir                         string
+	podLogsDir                      string
 	configFile                      string
 	configIgnored                   []string // --config's fields not read
 	shutdownGracePeriod             time.Duration

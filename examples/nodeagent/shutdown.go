@@ -20,19 +20,20 @@ import (
 	"github.com/podlife/podlife/runtime/cri"
 )
 
-// Graceful node shutdown and the root folder: the kubelet's
-// --root-dir, shutdownGracePeriod, shutdownGracePeriodCriticalPods (flags
+// Graceful node shutdown and the node's folders: the kubelet's
+// --root-dir, podLogsDir (--pod-logs-dir), shutdownGracePeriod, shutdownGracePeriodCriticalPods (flags
 // --shutdown-grace-period, --shutdown-grace-period-critical-pods, or a
 // --config file) and shutdownGracePeriodByPodPriority (--config file only,
 // as for the kubelet).
 
 // kubeletConfigFields are the KubeletConfiguration fields --config reads.
-var kubeletConfigFields = []string{"apiVersion", "kind", "shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "shutdownGracePeriodByPodPriority"}
+var kubeletConfigFields = []string{"apiVersion", "kind", "podLogsDir", "shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "shutdownGracePeriodByPodPriority"}
 
 // addShutdownFlags registers --root-dir, --config and the shutdown flags.
 func addShutdownFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.rootDir, "root-dir", "", "folder of the node's files, the kubelet's --root-dir (/var/lib/kubelet): pods' folders in ROOT/pods/UID (volumes, container logs, termination messages, /etc/hosts) and the shutdown state; default: temporary folders (os.TempDir()/podlife-volumes and podlife-pod-volumes), nothing kept across reboots")
-	fs.StringVar(&c.configFile, "config", "", "a kubelet configuration file (KubeletConfiguration, kubelet.config.k8s.io/v1beta1) for the graceful node shutdown: shutdownGracePeriod, shutdownGracePeriodCriticalPods, shutdownGracePeriodByPodPriority (its other fields are ignored); flags given on the command line win")
+	fs.StringVar(&c.podLogsDir, "pod-logs-dir", "", "folder of the containers' logs, the kubelet's podLogsDir (/var/log/pods): DIR/NAMESPACE_NAME_UID/CONTAINER/N.log; default: in each pod's folder (ROOT/pods/UID/logs)")
+	fs.StringVar(&c.configFile, "config", "", "a kubelet configuration file (KubeletConfiguration, kubelet.config.k8s.io/v1beta1) of which podLogsDir, shutdownGracePeriod, shutdownGracePeriodCriticalPods and shutdownGracePeriodByPodPriority are read (the other fields are ignored); flags given on the command line win")
 	fs.DurationVar(&c.shutdownGracePeriod, "shutdown-grace-period", 0, "time a graceful node shutdown may take (SIGUSR1: pods stopped by priority, statuses written, Node not ready, then the agent exits); 0: no graceful node shutdown, SIGUSR1 is ignored. SIGINT and SIGTERM never stop pods")
 	fs.DurationVar(&c.shutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", 0, "part of --shutdown-grace-period kept for critical pods (priority 2000000000 and above), which stop last")
 }
@@ -47,6 +48,13 @@ func checkShutdownFlags(fs *flag.FlagSet, c *config) error {
 		}
 		c.rootDir = abs
 	}
+	if c.podLogsDir != "" {
+		abs, err := filepath.Abs(c.podLogsDir)
+		if err != nil {
+			return fmt.Errorf("--pod-logs-dir %q: %w", c.podLogsDir, err)
+		}
+		c.podLogsDir = abs
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if c.configFile != "" {
@@ -55,6 +63,9 @@ func checkShutdownFlags(fs *flag.FlagSet, c *config) error {
 			return err
 		}
 		c.configIgnored = ignored
+		if !set["pod-logs-dir"] {
+			c.podLogsDir = kc.PodLogsDir
+		}
 		if !set["shutdown-grace-period"] {
 			c.shutdownGracePeriod = kc.ShutdownGracePeriod.Duration
 		}
@@ -114,11 +125,13 @@ func (c config) podsRoot() string {
 	return filepath.Join(c.rootDir, "pods")
 }
 
-// runtimeRoot puts the runtime's pod folders under ROOT/pods.
+// runtimeRoot puts the runtime's pod folders under ROOT/pods, and the
+// logs in --pod-logs-dir.
 func (c config) runtimeRoot(o *cri.Options) {
 	if root := c.podsRoot(); root != "" {
 		o.VolumeRoot = root
 	}
+	o.PodLogsDir = c.podLogsDir
 }
 
 // withNodeFiles applies --root-dir and the graceful node shutdown to the

@@ -39,6 +39,7 @@ func TestShutdownFlags(t *testing.T) {
 	byPriority := write("prio.yaml", `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 maxPods: 50
+podLogsDir: /var/log/pods
 shutdownGracePeriodByPodPriority:
 - priority: 100000
   shutdownGracePeriodSeconds: 20
@@ -47,7 +48,7 @@ shutdownGracePeriodByPodPriority:
 `)
 	c, err = parseFlags([]string{"--config", byPriority}, io.Discard)
 	want := []shutdown.PriorityGracePeriod{{Priority: 100000, ShutdownGracePeriodSeconds: 20}, {Priority: 0, ShutdownGracePeriodSeconds: 10}}
-	if err != nil || !cmp.Equal(c.shutdownByPriority, want) || !cmp.Equal(c.configIgnored, []string{"maxPods"}) {
+	if err != nil || !cmp.Equal(c.shutdownByPriority, want) || !cmp.Equal(c.configIgnored, []string{"maxPods"}) || c.podLogsDir != "/var/log/pods" {
 		t.Errorf("--config by priority: %+v, %v", c, err)
 	}
 	periods := write("periods.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nshutdownGracePeriod: 1m\nshutdownGracePeriodCriticalPods: 20s\n")
@@ -73,9 +74,9 @@ shutdownGracePeriodByPodPriority:
 	}
 }
 
-// nodeagent --root-dir ROOT --shutdown-grace-period 10s
+// nodeagent --root-dir ROOT --pod-logs-dir LOGS --shutdown-grace-period 10s
 // --shutdown-grace-period-critical-pods 4s, as a node of a real cluster:
-// its pods' folders are under ROOT/pods; SIGUSR1 stops its pod (the static
+// its pods' folders are under ROOT/pods, their logs under LOGS; SIGUSR1 stops its pod (the static
 // pod's mirror says Failed, Terminated), marks the Node not ready, keeps
 // the shutdown's times in ROOT, and the agent exits.
 func TestShutdownSignal(t *testing.T) {
@@ -83,12 +84,12 @@ func TestShutdownSignal(t *testing.T) {
 	const name = "shut-2"
 	api.DeleteNode(name)
 	api.DeleteNodeAtCleanup(t, name)
-	manifests, root := t.TempDir(), t.TempDir()
+	manifests, root, logs := t.TempDir(), t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(manifests, "web.yaml"), []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: main\n    image: localhost/podlife/pause:1.0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c, err := parseFlags([]string{"--kubeconfig", api.NodeKubeconfig(t, name), "--node-name", name, "--manifests", manifests, "--listen", "127.0.0.1:0",
-		"--port", "-1", "--root-dir", root, "--shutdown-grace-period", "10s", "--shutdown-grace-period-critical-pods", "4s"}, os.Stderr)
+		"--port", "-1", "--root-dir", root, "--pod-logs-dir", logs, "--shutdown-grace-period", "10s", "--shutdown-grace-period-critical-pods", "4s"}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,9 +111,13 @@ func TestShutdownSignal(t *testing.T) {
 		uid = p.Annotations[v1.MirrorPodAnnotationKey]
 		return p.Status.Phase == v1.PodRunning, nil
 	})
-	// The static pod's folder (its logs) is under ROOT/pods.
-	if _, err := os.Stat(filepath.Join(root, "pods", uid, "logs")); err != nil {
+	// The static pod's folder is under ROOT/pods, its logs under
+	// --pod-logs-dir.
+	if _, err := os.Stat(filepath.Join(root, "pods", uid, "etc-hosts")); err != nil {
 		t.Errorf("pod folder not under --root-dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(logs, "default_"+mirror+"_"+uid, "main", "0.log")); err != nil {
+		t.Errorf("log not under --pod-logs-dir: %v", err)
 	}
 
 	start := time.Now()

@@ -25,7 +25,9 @@ const statusFlushPoll = 50 * time.Millisecond
 // shutdownConfigured reports whether the Options ask for a graceful node
 // shutdown.
 func (o Options) shutdownConfigured() bool {
-	return o.ShutdownGracePeriod != 0 || len(o.ShutdownGracePeriodByPodPriority) > 0
+	// Any of them: a part given alone is refused by shutdown.New, not
+	// ignored.
+	return o.ShutdownGracePeriod != 0 || o.ShutdownGracePeriodCriticalPods != 0 || len(o.ShutdownGracePeriodByPodPriority) > 0
 }
 
 // newNodeShutdown builds the graceful node shutdown (agent/shutdown) of

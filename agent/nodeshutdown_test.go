@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,12 @@ func TestNodeShutdownFinalStatus(t *testing.T) {
 		t.Errorf("final status has no DisruptionTarget condition: %+v", st.Conditions)
 	}
 
+	// The stopped pod is not started again.
+	ra.waitHousekeepings(t, 2)
+	if ids := runningContainerIDs(runtimePods(t, ra.rt, false)[web]); len(ids) > 0 {
+		t.Errorf("web runs again after the shutdown: %v", ids)
+	}
+
 	// A static pod added now is rejected.
 	writeManifest(t, dir, "late.yaml", manifest("late", 1))
 	late := ra.podUID(t, "late")
@@ -58,5 +65,14 @@ func TestNodeShutdownFinalStatus(t *testing.T) {
 	st, ok := ra.StatusReporter().Status(late)
 	if !ok || st.Phase != v1.PodFailed || st.Reason != "NodeShutdown" {
 		t.Errorf("late pod: %v %s %q, want Failed, NodeShutdown", ok, st.Phase, st.Reason)
+	}
+}
+
+// A critical pods' part without the grace period is an error, not ignored.
+func TestNodeShutdownOptions(t *testing.T) {
+	_, endpoint := startFakeCRI(t, fakecri.Options{})
+	_, err := agent.New(agent.Options{Runtime: newRuntime(t, endpoint), NodeName: "n", ShutdownGracePeriodCriticalPods: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "a grace period is required") {
+		t.Errorf("New: %v, want the shutdown's options refused", err)
 	}
 }

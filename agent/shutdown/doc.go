@@ -72,9 +72,11 @@
 // Node condition, admission, event and metrics. Differences:
 //
 //   - The trigger: the kubelet holds a systemd-logind "delay" inhibitor lock
-//     and hears of the machine's shutdown over D-Bus (it also reacts to
-//     SIGUSR1); here the embedding program calls Shutdown (the example
-//     agent does on SIGUSR1), and nothing talks to logind. A shutdown is
+//     and hears of the machine's shutdown over D-Bus; here the embedding
+//     program calls Shutdown (the example agent does on SIGUSR1: SIGTERM is
+//     what a service manager sends for a plain stop or restart, which must
+//     leave the pods running, as a kubelet restart does), and nothing
+//     talks to logind. A shutdown is
 //     never cancelled: the kubelet takes a new inhibitor lock when logind
 //     says a shutdown was cancelled, which has no counterpart here.
 //   - The kubelet sets the end time into its start-time gauge (a slip);

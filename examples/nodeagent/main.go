@@ -199,9 +199,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// SIGUSR1 asks for a graceful node shutdown (the kubelet's trigger
-	// besides logind); SIGINT and SIGTERM stop the agent and leave the
-	// pods running, adopted at the next start.
+	// SIGUSR1 asks for a graceful node shutdown (the kubelet hears of one
+	// from systemd-logind); SIGINT and SIGTERM, which a plain stop or
+	// restart sends, stop the agent and leave the pods running, adopted at
+	// the next start.
 	shutdownSigs := make(chan os.Signal, 1)
 	signal.Notify(shutdownSigs, syscall.SIGUSR1)
 	defer signal.Stop(shutdownSigs)

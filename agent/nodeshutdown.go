@@ -181,11 +181,21 @@ func (a *Agent) waitShutdownStatuses(ctx context.Context, pods []*v1.Pod, deadli
 // over, is not waited for) and the status manager has written them.
 func (a *Agent) shutdownStatusesWritten(pods []*v1.Pod) bool {
 	for _, p := range pods {
-		if a.workers.IsPodKnownTerminated(p.UID) && !a.status.Finished(p.UID) {
+		if a.workers.IsPodKnownTerminated(p.UID) && !a.finishedPublished(p.UID) {
 			return false
 		}
 	}
 	return a.cluster.status == nil || a.cluster.status.Pending() == 0
+}
+
+// finishedPublished reports whether the pod's final status was published
+// to every reporter: publishFinished hands it to the in-memory one first,
+// under the pod's publishing lock.
+func (a *Agent) finishedPublished(uid types.UID) bool {
+	mu := a.publishLock(uid)
+	mu.Lock()
+	defer mu.Unlock()
+	return a.status.Finished(uid)
 }
 
 // NodeShutdown returns the agent's graceful node shutdown, or nil when

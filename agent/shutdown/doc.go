@@ -46,7 +46,9 @@
 // # Costs
 //
 // Nothing until Shutdown; then one goroutine per pod of the group under
-// way, and one for SyncNode. Run only reads the state file once.
+// way, and one for SyncNode: about 10 µs and 14 allocations per pod on a
+// loaded 2-core machine (BenchmarkShutdown, docs/benchmarks.md), nothing
+// beside the pods' grace periods. Run only reads the state file once.
 //
 // # Failures
 //

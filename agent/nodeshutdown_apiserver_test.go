@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -24,6 +25,22 @@ import (
 // DisruptionTarget condition; the Node is not ready ("node is shutting
 // down"); a pod bound afterwards is rejected (NodeShutdown).
 func TestNodeShutdownAPIServer(t *testing.T) {
+	_, endpoint := startFakeCRI(t, fakecri.Options{Images: []string{testImage}})
+	runNodeShutdown(t, endpoint)
+}
+
+// The same on containerd: real containers, really ignoring SIGTERM.
+func TestNodeShutdownAPIServerContainerd(t *testing.T) {
+	endpoint := os.Getenv(endpointEnv)
+	if endpoint == "" {
+		t.Skip(endpointEnv + " is not set: skipping the node shutdown on a real CRI runtime")
+	}
+	runNodeShutdown(t, endpoint)
+}
+
+// runNodeShutdown is the node shutdown through a real API server, on the
+// runtime at endpoint.
+func runNodeShutdown(t *testing.T, endpoint string) {
 	api := apitest.New(t)
 	const nodeName = "shut-1"
 	api.DeleteNode(nodeName)
@@ -43,7 +60,6 @@ func TestNodeShutdownAPIServer(t *testing.T) {
 		_ = api.Admin.SchedulingV1().PriorityClasses().Delete(context.Background(), mid, metav1.DeleteOptions{})
 	})
 
-	_, endpoint := startFakeCRI(t, fakecri.Options{Images: []string{testImage}})
 	// Each group may take 4 s; the pods ignore SIGTERM ("hang") and ask
 	// for 2 s, so each group takes about 2 s and the groups' finish times
 	// are apart.

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/podlife/podlife/agent/imagegc"
 	"github.com/podlife/podlife/agent/logrotate"
 	"github.com/podlife/podlife/agent/server"
+	"github.com/podlife/podlife/agent/shutdown"
 	"github.com/podlife/podlife/internal/sysctl"
 	"github.com/podlife/podlife/metrics"
 	"github.com/podlife/podlife/podmanager"
@@ -50,7 +52,9 @@ type Agent struct {
 	logs    *logrotate.Manager // container log rotation, or nil
 	gc      *gc.Manager        // container garbage collection, or nil
 	images  *imagegc.Manager   // image garbage collection, or nil
-	sysctls *sysctl.Allowlist
+	// shutdown is the graceful node shutdown (nodeshutdown.go), or nil.
+	shutdown *shutdown.Manager
+	sysctls  *sysctl.Allowlist
 
 	// evictions: the eviction manager and its evictions (eviction.go).
 	evictions evictionParts
@@ -90,6 +94,10 @@ type Agent struct {
 	// is the result of the last one.
 	housekeepings    uint64
 	lastHousekeeping HousekeepingResult
+	// killStatus are the status edits of the pods' kills (killstatus.go).
+	killStatus map[types.UID]killEdit
+	// shutdownPods are the pods the node shutdown stopped (nodeshutdown.go).
+	shutdownPods []*v1.Pod
 }
 
 type namedRunner struct {
@@ -125,6 +133,7 @@ func New(opts Options) (*Agent, error) {
 		pending:          map[types.UID]pendingStarts{},
 		rejected:         map[types.UID]AdmitResult{},
 		exceeded:         map[types.UID]bool{},
+		killStatus:       map[types.UID]killEdit{},
 		forgotten:        map[types.UID]uint64{},
 	}
 	var err error
@@ -264,6 +273,9 @@ func New(opts Options) (*Agent, error) {
 	if err := a.newEviction(); err != nil {
 		return nil, a.cleanup(fmt.Errorf("agent: eviction: %w", err))
 	}
+	if err := a.newNodeShutdown(); err != nil {
+		return nil, a.cleanup(fmt.Errorf("agent: node shutdown: %w", err))
+	}
 	// Last: it registers metrics, and nothing fails after it.
 	if err := a.newLogRotation(); err != nil {
 		return nil, a.cleanup(fmt.Errorf("agent: log rotation: %w", err))
@@ -344,6 +356,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.evictions.mgr != nil {
 		run("eviction manager", a.evictions.mgr.Run)
+	}
+	if a.shutdown != nil {
+		run("node shutdown", a.shutdown.Run)
 	}
 	run("sync loop", a.syncLoop)
 	<-ctx.Done()

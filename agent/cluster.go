@@ -184,6 +184,7 @@ func (a *Agent) newCluster() error {
 		if no.Registerer == nil {
 			no.Registerer = opts.Registerer
 		}
+		no.Provider = a.shutdownNodeProvider(no.Provider) // nodeshutdown.go
 		if a.server != nil && no.DaemonEndpointPort == 0 {
 			// The port the node server really serves on.
 			no.DaemonEndpointPort = int32(a.server.Port())

@@ -170,6 +170,24 @@
 // machine's signals, with the runtime's volume root as the node file
 // system, and the runtime's pod stats with the disk usage of the pods'
 // emptyDirs and logs. Agent.Eviction returns it.
+// # Graceful node shutdown
+//
+// Opt-in, with Options.ShutdownGracePeriod (and
+// ShutdownGracePeriodCriticalPods) or ShutdownGracePeriodByPodPriority
+// (agent/shutdown, the kubelet's node shutdown manager). Agent.ShutdownNode,
+// while Run runs: new pods are refused (NodeShutdown); the Node's Ready
+// turns False, "node is shutting down" (the shutdown composes itself after
+// Cluster.Node.Provider and writes the status at once, node.Controller.
+// SyncStatus); the active pods are killed through their pod workers group
+// by group, lowest priority first, each with min(its grace period, its
+// group's), a group waited for at most its grace period; a stopped pod's
+// status is Failed, reason Terminated, with a DisruptionTarget condition,
+// also in its final status. ShutdownNode then waits, within what is left
+// of the budget (the sum of the groups' periods), for the final statuses
+// to be written to the API server, and returns; the caller ends Run. A
+// kill's status edit (podworker.KillPodOptions.PodStatusFunc) is decided,
+// as the kubelet's, on the status before the kill: a running pod stopped
+// for the shutdown is Failed even when its containers exit 0.
 //
 // # Ownership
 //

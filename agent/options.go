@@ -15,6 +15,7 @@ import (
 	"github.com/podlife/podlife/agent/gc"
 	"github.com/podlife/podlife/agent/imagegc"
 	"github.com/podlife/podlife/agent/server"
+	"github.com/podlife/podlife/agent/shutdown"
 	"github.com/podlife/podlife/internal/sysctl"
 	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podmanager/source"
@@ -262,6 +263,27 @@ type Options struct {
 	// thresholds. Default nil: no eviction manager, and the pressure
 	// conditions stay False (examples/nodeagent runs one by default).
 	Eviction *eviction.Options
+	// Graceful node shutdown (agent/shutdown), opt-in; Agent.ShutdownNode
+	// carries it out.
+
+	// ShutdownGracePeriod is the time a node shutdown may take (the
+	// kubelet's shutdownGracePeriod): pods below the system-critical
+	// priority get ShutdownGracePeriod - ShutdownGracePeriodCriticalPods,
+	// then critical pods get ShutdownGracePeriodCriticalPods. Whole
+	// seconds. Default 0: no graceful node shutdown (unless
+	// ShutdownGracePeriodByPodPriority is set).
+	ShutdownGracePeriod time.Duration
+	// ShutdownGracePeriodCriticalPods is the part of ShutdownGracePeriod
+	// kept for critical pods (shutdownGracePeriodCriticalPods). Default 0.
+	ShutdownGracePeriodCriticalPods time.Duration
+	// ShutdownGracePeriodByPodPriority, when set, gives the shutdown's
+	// groups instead (shutdownGracePeriodByPodPriority); ShutdownGracePeriod
+	// and ShutdownGracePeriodCriticalPods must then be 0. Default none.
+	ShutdownGracePeriodByPodPriority []shutdown.PriorityGracePeriod
+	// ShutdownStateFile keeps the last shutdown's times across restarts,
+	// for the metrics (the kubelet's ROOT/graceful_node_shutdown_state).
+	// Default "": not kept.
+	ShutdownStateFile string
 }
 
 // withDefaults returns a copy of o with every default applied.

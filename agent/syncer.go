@@ -205,6 +205,9 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 			}
 		}
 	}
+	// The kill's status edit is decided on the status before the kill
+	// (killstatus.go).
+	a.noteKillStatus(pod.UID, podStatusFn)
 	if err := a.rt.KillPod(ctx, pod, nil, gracePeriod); err != nil {
 		return fmt.Errorf("kill pod %s: %w", podRef(pod), err)
 	}
@@ -223,9 +226,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 	if r, ok := a.rejection(pod.UID); ok {
 		st = rejectedStatus(pod, r) // killed so that it can be deleted
 	}
-	if podStatusFn != nil {
-		podStatusFn(&st)
-	}
+	a.applyKillStatus(pod.UID, &st)
 	_, mirror, _ := a.pods.GetPodAndMirrorPod(pod)
 	a.publishStatus(ctx, pod, mirror, st)
 	a.log.V(2).Info("pod terminated", "pod", podRef(pod), "podUID", pod.UID)
@@ -260,20 +261,24 @@ func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, runningPod *runt
 // the pod is deleted (housekeeping's removeDeadRemains).
 func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.PodStatus) error {
 	a := s.a
-	if a.podContentRemovable(pod) {
-		if err := s.removeRuntimePod(ctx, pod); err != nil {
-			return err
-		}
-	}
+	// Volumes first: the runtime's RemovePod moves the pod's folder away,
+	// and with a root shared with the runtime that folder holds them
+	// (mounts must not move along).
 	if a.cluster.volumes != nil {
 		if err := a.cluster.volumes.TearDown(pod.UID); err != nil {
 			return fmt.Errorf("tear down volumes of pod %s: %w", podRef(pod), err)
+		}
+	}
+	if a.podContentRemovable(pod) {
+		if err := s.removeRuntimePod(ctx, pod); err != nil {
+			return err
 		}
 	}
 	st := a.generateStatus(pod, podStatus, true)
 	if r, ok := a.rejection(pod.UID); ok {
 		st = rejectedStatus(pod, r)
 	}
+	a.applyKillStatus(pod.UID, &st)
 	mirror, _ := a.pods.GetMirrorPodByPod(pod)
 	if err := a.publishFinished(ctx, pod, mirror, st); err != nil {
 		return fmt.Errorf("publish final status of %s: %w", podRef(pod), err)
@@ -284,6 +289,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *
 	}
 	a.forgetDeadline(pod)
 	a.forgetEviction(pod)
+	a.forgetKillStatus(pod.UID)
 	a.log.V(2).Info("pod finished", "pod", podRef(pod), "podUID", pod.UID, "phase", st.Phase)
 	return nil
 }

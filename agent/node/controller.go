@@ -29,6 +29,9 @@ type Controller struct {
 	metrics *metrics
 
 	registered chan struct{}
+	// syncs carries SyncStatus's requests to the status goroutine, each
+	// with the channel its answer goes to.
+	syncs chan chan error
 	// lastLease is the Lease as the API server last returned it; only the
 	// lease goroutine uses it.
 	lastLease *coordinationv1.Lease
@@ -56,6 +59,7 @@ func New(opts Options) (*Controller, error) {
 		log:        opts.Logger,
 		machine:    readMachine(opts.EphemeralStoragePath),
 		registered: make(chan struct{}),
+		syncs:      make(chan chan error),
 		rnd:        rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
 	if opts.Registerer != nil {

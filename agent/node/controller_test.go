@@ -502,3 +502,37 @@ func TestPressureConditionsFollowTheirSource(t *testing.T) {
 		return c.Status == v1.ConditionFalse && c.Reason == "KubeletHasSufficientMemory"
 	})
 }
+
+// SyncStatus writes a changed status at once, without waiting for the next
+// StatusUpdateFrequency tick (the fake clock is never stepped here).
+func TestSyncStatusWritesAtOnce(t *testing.T) {
+	var down atomic.Bool
+	h := newHarness(t, func(o *node.Options) {
+		o.Provider = node.ProviderFunc(func(_ context.Context, st *v1.NodeStatus) error {
+			if down.Load() {
+				for i := range st.Conditions {
+					if st.Conditions[i].Type == v1.NodeReady {
+						st.Conditions[i].Status, st.Conditions[i].Reason, st.Conditions[i].Message = v1.ConditionFalse, "KubeletNotReady", "node is shutting down"
+					}
+				}
+			}
+			return nil
+		})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := h.c.SyncStatus(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("SyncStatus before Run: %v, want the context's error", err)
+	}
+	h.start()
+	h.waitRegistered()
+	down.Store(true)
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.c.SyncStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := cond(h.node(), v1.NodeReady); r.Status != v1.ConditionFalse || r.Message != "node is shutting down" {
+		t.Errorf("Ready = %+v", r)
+	}
+}

@@ -44,7 +44,9 @@
 // a condition another component changed, such as the node lifecycle
 // controller's Unknown, is repaired) or when the last write is
 // StatusReportFrequency (5m) old. A condition's lastTransitionTime moves
-// only when its status changes.
+// only when its status changes. SyncStatus does the same at once (the
+// kubelet's syncNodeStatus: the node shutdown manager, agent/shutdown,
+// publishes the Node's not-ready condition so).
 //
 // # Lease
 //

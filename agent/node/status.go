@@ -44,12 +44,17 @@ func (c *Controller) runStatus(ctx context.Context) {
 	defer t.Stop()
 	lastWrite := c.opts.Clock.Now()
 	for {
+		var reply chan error
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
+		case reply = <-c.syncs:
 		}
 		wrote, err := c.updateStatus(ctx, c.opts.Clock.Since(lastWrite) >= c.opts.StatusReportFrequency)
+		if reply != nil {
+			reply <- err // buffered
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -61,6 +66,31 @@ func (c *Controller) runStatus(ctx context.Context) {
 		if wrote {
 			lastWrite = c.opts.Clock.Now()
 		}
+	}
+}
+
+// SyncStatus computes the Node's status and writes it now when it changed
+// (the kubelet's syncNodeStatus, which its node shutdown manager calls to
+// publish the Ready condition at once), and returns the write's error. It
+// waits for the Node's registration, and for the status update under way;
+// it returns ctx's error when ctx ends first, or when Run is not running.
+func (c *Controller) SyncStatus(ctx context.Context) error {
+	select {
+	case <-c.registered:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	reply := make(chan error, 1)
+	select {
+	case c.syncs <- reply:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

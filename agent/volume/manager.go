@@ -364,8 +364,9 @@ func (m *Manager) write(ctx context.Context, pod *v1.Pod, v *v1.Volume, dir stri
 	return err
 }
 
-// TearDown unmounts and removes every volume of the pod, stops the
-// watches only it used and forgets its tokens.
+// TearDown unmounts and removes every volume of the pod
+// (Root/UID/volumes/*/*), and the pod's folder once nothing else is in it,
+// stops the watches only it used and forgets its tokens.
 func (m *Manager) TearDown(uid types.UID) error {
 	m.mu.Lock()
 	delete(m.pods, uid)
@@ -390,7 +391,26 @@ func (m *Manager) TearDown(uid types.UID) error {
 	if err := errors.Join(errs...); err != nil {
 		return err // never remove what is still mounted
 	}
-	return os.RemoveAll(podDir)
+	// Only the volumes: the pod's folder may be shared with the runtime
+	// (its logs, termination messages and /etc/hosts under the same root,
+	// as under the kubelet's ROOT/pods/UID), which removes what is its own.
+	for _, d := range plugins {
+		errs = append(errs, os.RemoveAll(d))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	kinds, _ := filepath.Glob(filepath.Join(podDir, "volumes", "*"))
+	for _, d := range append(kinds, filepath.Join(podDir, "volumes"), podDir) {
+		removeIfEmpty(d)
+	}
+	return nil
+}
+
+// removeIfEmpty removes the folder dir when it is empty; a folder that is
+// not, or is gone, is left as it is.
+func removeIfEmpty(dir string) {
+	_ = os.Remove(dir) // fails, harmlessly, on a folder that is not empty
 }
 
 // Root returns Options.Root, the folder of the pods' volume folders

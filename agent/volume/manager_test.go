@@ -276,3 +276,35 @@ func TestUpdatePodRewritesDownwardAPI(t *testing.T) {
 		t.Error("UpdatePod of an unknown pod remembered it")
 	}
 }
+
+// TearDown removes the pod's volumes only: a runtime sharing the pod's
+// folder (--root-dir: ROOT/pods/UID holds its logs too) keeps its files.
+func TestTearDownKeepsOtherFilesOfThePodFolder(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}, Data: map[string]string{"a": "1"}})
+	m := startManager(t, client)
+	v := &v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}}
+	pv, err := m.SetUp(ctx, testPod("u1"), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := filepath.Join(m.opts.Root, "u1", "logs", "main")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(logs, "0.log"), []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.TearDown("u1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pv.HostPath); !os.IsNotExist(err) {
+		t.Errorf("volume left: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(m.opts.Root, "u1", "volumes")); !os.IsNotExist(err) {
+		t.Errorf("empty volumes folder left: %v", err)
+	}
+	if got := readFile(t, filepath.Join(logs, "0.log")); got != "kept" {
+		t.Errorf("the runtime's log: %q, want it kept", got)
+	}
+}

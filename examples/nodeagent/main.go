@@ -32,6 +32,7 @@ import (
 
 	"github.com/podlife/podlife/agent/eviction"
 	"github.com/podlife/podlife/agent/gc"
+	"github.com/podlife/podlife/agent/shutdown"
 )
 
 // config is the command line.
@@ -83,6 +84,14 @@ type config struct {
 	// eviction manager (agent/eviction), the kubelet's --eviction-* flags
 	evictionFlags evictionFlags
 	eviction      *eviction.Options
+	// root folder and graceful node shutdown, the kubelet's (shutdown.go)
+	rootDir                         string
+	podLogsDir                      string
+	configFile                      string
+	configIgnored                   []string // --config's fields not read
+	shutdownGracePeriod             time.Duration
+	shutdownGracePeriodCriticalPods time.Duration
+	shutdownByPriority              []shutdown.PriorityGracePeriod
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -122,6 +131,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.imageGCLowThreshold, "image-gc-low-threshold", 80, "percent of the image file system's usage image garbage collection frees down to (1-99, below --image-gc-high-threshold)")
 	fs.DurationVar(&c.imageMinimumGCAge, "image-minimum-gc-age", 2*time.Minute, "minimum age of an unused image before it is garbage collected")
 	fs.DurationVar(&c.imageMaximumGCAge, "image-maximum-gc-age", 0, "maximum time an image may stay unused before it is garbage collected, whatever the usage (0: none)")
+	addShutdownFlags(fs, &c)
 	fs.BoolVar(&c.demo, "demo", false, "run the demo story on the embedded runtime, print what happened and exit (0 when every check held)")
 	c.evictionFlags.register(fs)
 	fs.IntVar(&c.verbosity, "v", 2, "log verbosity: 0 errors and notable events, 2 pod lifecycle transitions, 4 every update")
@@ -168,6 +178,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("--container-gc-period 0: want a period, or a negative value for no container garbage collection")
 	}
 	if err := checkImageGCFlags(c); err != nil {
+		return c, err
+	}
+	if err := checkShutdownFlags(fs, &c); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -245,6 +258,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// SIGUSR1 asks for a graceful node shutdown (the kubelet hears of one
+	// from systemd-logind); SIGINT and SIGTERM, which a plain stop or
+	// restart sends, stop the agent and leave the pods running, adopted at
+	// the next start.
+	shutdownSigs := make(chan os.Signal, 1)
+	signal.Notify(shutdownSigs, syscall.SIGUSR1)
+	defer signal.Stop(shutdownSigs)
 	log := newLogger(stderr, c.verbosity)
 	if c.demo {
 		ok, err := runDemo(ctx, stdout, log)
@@ -257,7 +277,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if err := serve(ctx, c, log); err != nil {
+	if err := serveWith(ctx, c, log, shutdownSigs); err != nil {
 		fmt.Fprintln(stderr, "nodeagent:", err)
 		return 1
 	}

@@ -28,8 +28,11 @@ import (
 // openRuntime connects to the CRI endpoint, or starts an embedded fakecri
 // server when there is none; podNetwork selects cri.NetworkModePod. close releases both. reg, when not nil,
 // receives the runtime operation metrics.
-func openRuntime(endpoint string, podNetwork bool, log logr.Logger, reg prometheus.Registerer) (rt *cri.Runtime, srv *fakecri.Server, closeFn func(), err error) {
+func openRuntime(endpoint string, podNetwork bool, log logr.Logger, reg prometheus.Registerer, edits ...func(*cri.Options)) (rt *cri.Runtime, srv *fakecri.Server, closeFn func(), err error) {
 	opts := cri.Options{Endpoint: endpoint, Logger: log.WithName("cri"), Registerer: reg}
+	for _, edit := range edits {
+		edit(&opts)
+	}
 	if podNetwork {
 		opts.NetworkMode = cri.NetworkModePod
 	}
@@ -57,9 +60,15 @@ func openRuntime(endpoint string, podNetwork bool, log logr.Logger, reg promethe
 
 // serve runs the agent and its HTTP endpoints until ctx is done.
 func serve(ctx context.Context, c config, log logr.Logger) error {
+	return serveWith(ctx, c, log, nil)
+}
+
+// serveWith is serve; a signal on shutdownSigs shuts the node down
+// gracefully (shutdown.go), after which serveWith returns.
+func serveWith(ctx context.Context, c config, log logr.Logger, shutdownSigs <-chan os.Signal) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rt, fake, closeRuntime, err := openRuntime(c.criEndpoint, c.podNetwork, log, reg)
+	rt, fake, closeRuntime, err := openRuntime(c.criEndpoint, c.podNetwork, log, reg, c.runtimeRoot)
 	if err != nil {
 		return err
 	}
@@ -114,6 +123,12 @@ func serve(ctx context.Context, c config, log logr.Logger) error {
 		withCluster(&opts, c, client, events)
 		log.Info("joining a cluster", "server", host, "node", c.nodeName, "qps", c.kubeAPIQPS, "burst", c.kubeAPIBurst)
 	}
+	if err := withNodeFiles(&opts, c); err != nil {
+		return err
+	}
+	if len(c.configIgnored) > 0 {
+		log.Info("--config: fields not used", "fields", c.configIgnored)
+	}
 	if opts.Server, err = serverOptions(c, client, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})); err != nil {
 		return fmt.Errorf("node server: %w", err)
 	}
@@ -153,6 +168,13 @@ func serve(ctx context.Context, c config, log logr.Logger) error {
 		case <-runCtx.Done():
 		}
 	}()
+	if shutdownSigs != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			handleShutdownSignals(runCtx, shutdownSigs, a, stopAgent, log)
+		}()
+	}
 	runErr := a.Run(runCtx)
 	stopAgent()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

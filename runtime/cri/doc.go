@@ -170,7 +170,9 @@
 // mounted at its terminationMessagePath (termination.go); once it has
 // exited, GetPodStatus reads the message from it, or with
 // FallbackToLogsOnError from the end of the container's log, which the
-// runtime writes under VolumeRoot/UID/logs. RemovePod moves VolumeRoot/UID
+// runtime writes under VolumeRoot/UID/logs (or, with Options.PodLogsDir,
+// under PodLogsDir/NAMESPACE_NAME_UID as the kubelet's /var/log/pods,
+// which RemovePod deletes at once). RemovePod moves VolumeRoot/UID
 // into VolumeRoot/.podlife-removed, one rename, and a goroutine of the
 // Runtime deletes it from there (trash.go): the pod finishes without
 // waiting for its files, and a pod of the same UID started at once gets a

@@ -220,7 +220,7 @@ func (r *Runtime) RemovePod(ctx context.Context, runningPod *runtime.Pod) error 
 		errs = append(errs, r.removeSandbox(ctx, id))
 	}
 	// Its emptyDir volumes, termination-message files and logs go with it.
-	errs = append(errs, r.removePodDir(uid))
+	errs = append(errs, r.removePodDir(uid), r.removePodLogs(uid, runningPod))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove pod %s: %w", ref, err)
 	}

@@ -118,6 +118,13 @@ type Options struct {
 	// needed. It must be absolute, and visible to the runtime at the same
 	// path (the runtime bind-mounts from it).
 	VolumeRoot string
+	// PodLogsDir, when set, is where the container logs go instead of
+	// VolumeRoot/UID/logs: PodLogsDir/NAMESPACE_NAME_UID/CONTAINER/N.log,
+	// the kubelet's podLogsDir layout (its default /var/log/pods), which log
+	// shippers read. RemovePod removes a pod's folder there too. Default
+	// "": the logs stay in the pod's folder. Must be absolute, and visible
+	// to the runtime at the same path (it writes the logs).
+	PodLogsDir string
 	// NodeMemoryCapacity, in bytes, is the node's memory as the OOM score
 	// of Burstable containers is computed from it (the kubelet's
 	// 1000 - 1000*request/capacity). Default: MemTotal of /proc/meminfo,
@@ -235,6 +242,9 @@ func (o Options) validate() error {
 	}
 	if !filepath.IsAbs(o.VolumeRoot) {
 		errs = append(errs, fmt.Errorf("VolumeRoot must be an absolute path, got %q", o.VolumeRoot))
+	}
+	if o.PodLogsDir != "" && !filepath.IsAbs(o.PodLogsDir) {
+		errs = append(errs, fmt.Errorf("PodLogsDir must be an absolute path, got %q", o.PodLogsDir))
 	}
 	if !filepath.IsAbs(o.SeccompProfileRoot) {
 		errs = append(errs, fmt.Errorf("SeccompProfileRoot must be an absolute path, got %q", o.SeccompProfileRoot))

@@ -43,12 +43,15 @@ const AnnotationTerminationMessageHostPath = "io.podlife.container.terminationMe
 // os.TempDir()/podlife-volumes.
 func DefaultVolumeRoot() string { return filepath.Join(os.TempDir(), "podlife-volumes") }
 
-// logDirectory is the sandbox's LogDirectory, "" when the pod has no
-// folder.
+// logDirectory is the sandbox's LogDirectory: VolumeRoot/UID/logs, or
+// PodLogsDir/NAMESPACE_NAME_UID; "" when the pod has no folder.
 func (r *Runtime) logDirectory(pod *v1.Pod) string {
 	dir, err := r.podDir(pod.UID)
 	if err != nil {
 		return ""
+	}
+	if r.opts.PodLogsDir != "" {
+		return filepath.Join(r.opts.PodLogsDir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
 	}
 	return filepath.Join(dir, "logs")
 }
@@ -61,7 +64,7 @@ func (r *Runtime) containerFiles(pod *v1.Pod, c *v1.Container, restartCount int,
 	if err != nil {
 		return nil // a UID that cannot name a folder: no files, no messages
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "logs", c.Name), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(r.logDirectory(pod), c.Name), 0o755); err != nil {
 		return fmt.Errorf("log folder of container %q: %w", c.Name, err)
 	}
 	cfg.LogPath = filepath.Join(c.Name, strconv.Itoa(restartCount)+".log")

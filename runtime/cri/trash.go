@@ -7,12 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"k8s.io/utils/clock"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/runtime"
 )
 
 // trashName is the folder under VolumeRoot into which RemovePod moves a
@@ -63,6 +66,35 @@ func (r *Runtime) removePodDir(uid types.UID) error {
 		return fmt.Errorf("remove the pod's folder: %w", err)
 	}
 	return nil
+}
+
+// removePodLogs removes the pod's folder of logs under PodLogsDir,
+// NAMESPACE_NAME_UID, when there is one: named from rp when it has a name,
+// else found by its UID suffix.
+func (r *Runtime) removePodLogs(uid types.UID, rp *runtime.Pod) error {
+	if r.opts.PodLogsDir == "" {
+		return nil
+	}
+	if _, err := r.podDir(uid); err != nil {
+		return nil // nothing can have been made for it
+	}
+	var dirs []string
+	if rp != nil && rp.Name != "" && rp.Namespace != "" {
+		dirs = []string{filepath.Join(r.opts.PodLogsDir, rp.Namespace+"_"+rp.Name+"_"+string(uid))}
+	} else if entries, err := os.ReadDir(r.opts.PodLogsDir); err == nil {
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), "_"+string(uid)) {
+				dirs = append(dirs, filepath.Join(r.opts.PodLogsDir, e.Name()))
+			}
+		}
+	}
+	var errs []error
+	for _, d := range dirs {
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, fmt.Errorf("remove the pod's logs: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // take moves dir into the trash and queues it. It fails when the janitor

@@ -92,3 +92,44 @@ func TestTrashIsNoPodFolder(t *testing.T) {
 		t.Fatalf("a pod folder named like the trash: %v", err)
 	}
 }
+
+// With PodLogsDir, the containers' logs go to
+// PodLogsDir/NAMESPACE_NAME_UID/CONTAINER/N.log, the kubelet's layout, and
+// RemovePod removes that folder, named or found by the UID.
+func TestPodLogsDir(t *testing.T) {
+	_, ep := startFake(t, fakecri.Options{})
+	root, logs := t.TempDir(), t.TempDir()
+	rt := newRuntime(t, ep, func(o *cri.Options) { o.VolumeRoot, o.PodLogsDir = root, logs })
+	ctx := ctxT(t)
+	zero := int64(0)
+	for _, named := range []bool{true, false} {
+		pod := testPod("logged", v1.RestartPolicyAlways, v1.Container{Name: "c"})
+		if err := rt.SyncPod(ctx, pod, nil); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(logs, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
+		path, err := rt.ContainerLogPath(ctx, runningID(t, rt, pod, "c"))
+		if err != nil || path != filepath.Join(dir, "c", "0.log") {
+			t.Errorf("log path %q, %v; want %s", path, err, filepath.Join(dir, "c", "0.log"))
+		}
+		if _, err := os.Stat(filepath.Join(root, string(pod.UID), "logs")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("logs folder in the pod's folder: %v", err)
+		}
+		if err := rt.KillPod(ctx, pod, nil, &zero); err != nil {
+			t.Fatal(err)
+		}
+		rp := &runtime.Pod{ID: pod.UID}
+		if named {
+			rp.Name, rp.Namespace = pod.Name, pod.Namespace
+		}
+		if err := rt.RemovePod(ctx, rp); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("logs left after RemovePod (named %v): %v", named, err)
+		}
+	}
+	if _, err := cri.New(cri.Options{Endpoint: ep, PodLogsDir: "relative"}); err == nil {
+		t.Error("a relative PodLogsDir accepted")
+	}
+}

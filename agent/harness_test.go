@@ -198,6 +198,11 @@ func startAgentOn(t *testing.T, rt *cri.Runtime, dir string, edit func(*agent.Op
 		RelistInterval:       50 * time.Millisecond,
 		BackOffPeriod:        100 * time.Millisecond,
 		ResyncInterval:       5 * time.Second,
+		// No periodic image garbage collection: on a shared containerd
+		// (CI's) it would remove, once the machine's disk is 85 % used,
+		// the images other tests imported, which cannot be pulled again.
+		// Image GC tests set their own.
+		ImageGCHighThresholdPercent: 100,
 	}
 	if edit != nil {
 		edit(&opts)

@@ -172,10 +172,16 @@ mkdir -p "$E2E_DIR/manifests" "$E2E_DIR/tmp"
 # exec, port-forward for the specs) listens on loopback on a free port, and
 # the Node says 127.0.0.1: the API server reaches it there and nowhere else,
 # with its kubelet client certificate, signed by the cluster CA.
+# The machine's disk holds build caches and is shared with other work: the
+# disk eviction thresholds and image garbage collection would take it for a
+# full node's, refuse the suite's pods and remove its images, which were
+# imported offline and cannot be pulled again. So only the memory threshold
+# is kept, and no image is garbage collected.
+E2E_AGENT_HOST_FLAGS="--eviction-hard memory.available<100Mi --image-gc-high-threshold 100"
 TMPDIR=$E2E_DIR/tmp nohup "$E2E_DIR/nodeagent" --kubeconfig "$E2E_API_DIR/node-$E2E_NODE.kubeconfig" \
 	--node-name "$E2E_NODE" --cri-endpoint "unix://$sock" --pod-network \
 	--address 127.0.0.1 --port 0 --node-ip 127.0.0.1 --client-ca-file "$E2E_API_DIR/ca.crt" \
-	--manifests "$E2E_DIR/manifests" --listen "$E2E_LISTEN" -v 2 >"$E2E_DIR/nodeagent.log" 2>&1 </dev/null &
+	--manifests "$E2E_DIR/manifests" --listen "$E2E_LISTEN" $E2E_AGENT_HOST_FLAGS -v 2 >"$E2E_DIR/nodeagent.log" 2>&1 </dev/null &
 echo $! >"$agent_pid"
 ready=0
 # Right after `&` the child is still the forked shell, then nohup, before it

@@ -20,6 +20,15 @@ import (
 // nodeagent --kubeconfig FILE --node-name N joins a real cluster: it
 // registers its Node, which turns Ready, and its static pod's mirror pod
 // shows the pod Running.
+// testHostArgs are the flags of every agent these tests run on this
+// machine, beside the test's own: the disk is shared with build caches and
+// other tests, so the disk eviction thresholds (nodefs.available<10%,
+// imagefs.available<15%) and image garbage collection (from 85 % used)
+// could take it for a full node's and refuse pods or remove the images other
+// tests imported (they cannot be pulled again). The memory threshold stays.
+// Eviction and image GC have their own tests, with supplied signals.
+var testHostArgs = []string{"--eviction-hard", "memory.available<100Mi", "--image-gc-high-threshold", "100"}
+
 func TestJoinRealCluster(t *testing.T) {
 	api := apitest.New(t)
 	const name = "podlife-node"
@@ -29,8 +38,8 @@ func TestJoinRealCluster(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "web.yaml"), []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: main\n    image: localhost/podlife/pause:1.0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := parseFlags([]string{"--kubeconfig", api.NodeKubeconfig(t, name), "--node-name", name, "--manifests", dir, "--listen", "127.0.0.1:0",
-		"--port", "0", "--address", "127.0.0.1"}, os.Stderr)
+	c, err := parseFlags(append([]string{"--kubeconfig", api.NodeKubeconfig(t, name), "--node-name", name, "--manifests", dir, "--listen", "127.0.0.1:0",
+		"--port", "0", "--address", "127.0.0.1"}, testHostArgs...), os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}

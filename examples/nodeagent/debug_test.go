@@ -64,6 +64,7 @@ func startDebugNode(t *testing.T, node, endpoint string) *debugNode {
 		"--manifests", t.TempDir(), "--listen", "127.0.0.1:0",
 		"--port", "0", "--address", addr, "--node-ip", addr,
 		"--client-ca-file", filepath.Join(api.Dir, "ca.crt")}
+	args = append(args, testHostArgs...)
 	if endpoint != "" {
 		args = append(args, "--cri-endpoint", endpoint)
 	}

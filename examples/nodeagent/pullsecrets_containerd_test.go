@@ -45,10 +45,10 @@ func TestPrivateImageContainerd(t *testing.T) {
 	removeRegistryImage(t, endpoint, image)
 	t.Cleanup(func() { removeRegistryImage(t, endpoint, image) })
 
-	c, err := parseFlags([]string{"--kubeconfig", api.NodeKubeconfig(t, node), "--node-name", node,
+	c, err := parseFlags(append([]string{"--kubeconfig", api.NodeKubeconfig(t, node), "--node-name", node,
 		"--cri-endpoint", endpoint, "--manifests", t.TempDir(), "--listen", "127.0.0.1:0",
 		"--port", "0", "--address", "127.0.0.1", "--node-ip", "127.0.0.1",
-		"--client-ca-file", filepath.Join(api.Dir, "ca.crt")}, os.Stderr)
+		"--client-ca-file", filepath.Join(api.Dir, "ca.crt")}, testHostArgs...), os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}

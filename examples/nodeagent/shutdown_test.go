@@ -88,8 +88,8 @@ func TestShutdownSignal(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(manifests, "web.yaml"), []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: main\n    image: localhost/podlife/pause:1.0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := parseFlags([]string{"--kubeconfig", api.NodeKubeconfig(t, name), "--node-name", name, "--manifests", manifests, "--listen", "127.0.0.1:0",
-		"--port", "-1", "--root-dir", root, "--pod-logs-dir", logs, "--shutdown-grace-period", "10s", "--shutdown-grace-period-critical-pods", "4s"}, os.Stderr)
+	c, err := parseFlags(append([]string{"--kubeconfig", api.NodeKubeconfig(t, name), "--node-name", name, "--manifests", manifests, "--listen", "127.0.0.1:0",
+		"--port", "-1", "--root-dir", root, "--pod-logs-dir", logs, "--shutdown-grace-period", "10s", "--shutdown-grace-period-critical-pods", "4s"}, testHostArgs...), os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}

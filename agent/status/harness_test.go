@@ -212,6 +212,26 @@ func (h *harness) stepUntilSettled(d time.Duration) {
 	}
 }
 
+// reconcileAndSettle steps the clock until the Manager has run one more
+// full reconcile, then waits for what it queued to be written: a terminal
+// phase held back while containers could run is released by the reconcile
+// (or by the next status), not when the answer of PodStates changes.
+func (h *harness) reconcileAndSettle() {
+	h.t.Helper()
+	target := h.m.Reconciles() + 1
+	deadline := time.Now().Add(10 * time.Second)
+	for h.m.Reconciles() < target {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("no reconcile after stepping the clock (requests %v)", h.requests())
+		}
+		if h.clock.HasWaiters() {
+			h.clock.Step(DefaultReconcileInterval)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.stepUntilSettled(time.Second)
+}
+
 func testPod(name string, uid types.UID) *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: uid},

@@ -122,6 +122,10 @@ func FuzzNeverTerminalWhileRunningAndNewestWins(f *testing.F) {
 			return
 		}
 		h.stepUntilSettled(time.Second)
+		// A write that found containers still able to run held the
+		// terminal phase back; the pod worker has stopped them since
+		// (op 4): the next reconcile releases it.
+		h.reconcileAndSettle()
 		mu.Lock()
 		defer mu.Unlock()
 		if violation != "" {

@@ -7,6 +7,7 @@ import (
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
@@ -221,7 +222,15 @@ func (w *Workers) UpdatePod(o UpdatePodOptions) {
 	uid := uidOf(&o)
 	cachedTerminal := true
 	if o.Pod != nil && isTerminalPhase(o.Pod) && w.cache != nil && uid != "" {
-		st, err := w.cache.Get(uid)
+		// Only what the cache has seen counts: an entry for the pod, or a
+		// whole listing of the runtime (after which a missing pod has
+		// nothing). A cache that has seen nothing yet (the runtime was down
+		// when the agent started) answers a miss with an empty status, and
+		// a pod born terminated on it would never have its containers
+		// killed: it terminates instead, and the kill finds out.
+		doneCtx, cancel := context.WithCancel(context.Background())
+		cancel() // answer from what the cache holds, never wait
+		st, err := w.cache.GetNewerThan(doneCtx, uid, time.Time{})
 		cachedTerminal = err == nil && st != nil && st.IsTerminal()
 	}
 	now := w.clock.Now()

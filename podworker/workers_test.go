@@ -385,6 +385,34 @@ func TestTerminalOnFirstSightButStillRunning(t *testing.T) {
 	h.methods("u1", "SyncTerminatingPod", "SyncTerminatedPod")
 }
 
+// A pod in a terminal phase is born terminated only on what the cache has
+// seen: a cache that has listed nothing yet (the runtime was down when the
+// agent started) says nothing of its containers, so the pod terminates
+// (the kill finds out what runs); once the runtime was listed, a pod the
+// cache does not hold has nothing and is born terminated. Before the fix
+// the empty answer of a cache miss counted as "nothing runs", and a pod
+// whose containers still ran was reported finished (soak, issue 22 note).
+func TestTerminalOnFirstSightBeforeTheFirstListing(t *testing.T) {
+	cache := runtime.NewCache()
+	h := newHarness(t, func(o *podworker.Options) { o.Cache = cache }).run()
+	pod := newPod("u1", "done")
+	pod.Status.Phase = v1.PodSucceeded
+	h.w.UpdatePod(create(pod))
+	if info, _ := h.w.PodInfo("u1"); info.Lifecycle != podworker.LifecycleTerminating {
+		t.Fatalf("lifecycle %s before the first listing, want terminating", info.Lifecycle)
+	}
+	// The kill waits for the runtime to be read; the first listing comes.
+	cache.UpdateTime(h.clock.Now().Add(time.Second))
+	h.methods("u1", "SyncTerminatingPod", "SyncTerminatedPod")
+	h.lifecycle("u1", podworker.LifecycleFinished)
+
+	other := newPod("u2", "done")
+	other.Status.Phase = v1.PodFailed
+	h.w.UpdatePod(create(other))
+	h.methods("u2", "SyncTerminatedPod")
+	h.lifecycle("u2", podworker.LifecycleFinished)
+}
+
 func TestRuntimeOnlyPods(t *testing.T) {
 	h := newHarness(t).run()
 	rp := &runtime.Pod{ID: "r1", Name: "ghost", Namespace: "default"}

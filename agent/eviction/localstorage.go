@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podlife/podlife/internal/podresources"
 )
 
 // The signals counted in the evictions metric for local storage limits,
@@ -103,32 +105,10 @@ func localStorageViolation(pod *v1.Pod, stats podStatsFunc, dedicatedImageFs boo
 // kubelet's PodLimits: the sum of the app containers' and sidecars', or
 // an init container's when larger, when any container has one.
 func podEphemeralLimit(pod *v1.Pod) (resource.Quantity, bool) {
-	found := false
-	limit := func(c *v1.Container) int64 {
-		if q, ok := c.Resources.Limits[v1.ResourceEphemeralStorage]; ok {
-			found = true
-			return q.Value()
-		}
-		return 0
-	}
-	var apps, sidecars, initMax int64
-	for i := range pod.Spec.Containers {
-		apps += limit(&pod.Spec.Containers[i])
-	}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		l := limit(c)
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			sidecars += l
-			initMax = max(initMax, sidecars)
-			continue
-		}
-		initMax = max(initMax, sidecars+l)
-	}
+	total, _, found := podresources.Sum(pod, podresources.Limits(v1.ResourceEphemeralStorage))
 	if !found {
 		return resource.Quantity{}, false
 	}
-	total := max(apps+sidecars, initMax)
 	if q, ok := pod.Spec.Overhead[v1.ResourceEphemeralStorage]; ok {
 		total += q.Value()
 	}

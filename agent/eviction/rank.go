@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/podlife/podlife/internal/podresources"
 )
 
 // fsStats are the parts of a pod's disk usage measured for a file system.
@@ -215,27 +217,7 @@ func localEphemeralVolume(v *v1.Volume) bool {
 // and of each init container with the sidecars started before it, plus
 // the pod overhead.
 func podRequest(pod *v1.Pod, name v1.ResourceName) int64 {
-	req := func(c *v1.Container) int64 {
-		if q, ok := c.Resources.Requests[name]; ok {
-			return q.Value()
-		}
-		return 0
-	}
-	var apps, sidecars, initMax int64
-	for i := range pod.Spec.Containers {
-		apps += req(&pod.Spec.Containers[i])
-	}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		r := req(c)
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			sidecars += r
-			initMax = max(initMax, sidecars)
-			continue
-		}
-		initMax = max(initMax, sidecars+r)
-	}
-	total := max(apps+sidecars, initMax)
+	total, _, _ := podresources.Sum(pod, podresources.Requests(name))
 	if q, ok := pod.Spec.Overhead[name]; ok {
 		total += q.Value()
 	}

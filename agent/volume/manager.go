@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/internal/podresources"
 	"github.com/podlife/podlife/runtime"
 )
 
@@ -301,32 +302,14 @@ func (m *Manager) memorySize(pod *v1.Pod, v *v1.Volume) int64 {
 // the sum of its regular containers' (and sidecars') limits, or the largest
 // init container's when that is more; 0 when a container has none.
 func podMemoryLimit(pod *v1.Pod) int64 {
-	limit := func(c *v1.Container) (int64, bool) {
+	total, all, _ := podresources.Sum(pod, func(c *v1.Container) (int64, bool) {
 		q, ok := c.Resources.Limits[v1.ResourceMemory]
-		return q.Value(), ok && !q.IsZero()
+		return q.Value(), ok && !q.IsZero() // a zero limit is no limit here
+	})
+	if !all {
+		return 0
 	}
-	var sum, sidecars, initMax int64
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		n, ok := limit(c)
-		if !ok {
-			return 0
-		}
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			sidecars += n
-			continue
-		}
-		// A plain init container runs beside the sidecars started before it.
-		initMax = max(initMax, sidecars+n)
-	}
-	for i := range pod.Spec.Containers {
-		n, ok := limit(&pod.Spec.Containers[i])
-		if !ok {
-			return 0
-		}
-		sum += n
-	}
-	return max(sum+sidecars, initMax)
+	return total
 }
 
 func volumeKind(v *v1.Volume) string {

@@ -29,7 +29,7 @@ var (
 	flagSettle    = flag.Duration("chaos.settle", 10*time.Second, "bound on the time, after the faults stop, for every invariant to hold")
 	flagRestarts  = flag.Bool("chaos.restarts", true, "restart the agent now and then (false: one agent for the whole soak)")
 	flagDowns     = flag.Bool("chaos.downs", true, "take the runtime down now and then")
-	flagLog       = flag.Bool("chaos.log", false, "log the agent (V(2)) to the test log")
+	flagLog       = flag.Bool("chaos.log", false, "log the agent (V(2), with timestamps) to the test log")
 )
 
 // tick paces the schedule.
@@ -129,7 +129,7 @@ func newSoak(t *testing.T, seed uint64) *soak {
 		dir: t.TempDir(),
 	}
 	if *flagLog {
-		s.log = testr.NewWithOptions(t, testr.Options{Verbosity: 2})
+		s.log = testr.NewWithOptions(t, testr.Options{Verbosity: 2, LogTimestamp: true})
 	}
 	s.srv = fakecri.New(fakecri.Options{Images: []string{testImage}, Rand: rand.New(rand.NewPCG(seed, 1))})
 	var err error

@@ -33,7 +33,10 @@
 //	                forgotten      the caller may create the UID again
 //
 // A pod in a terminal phase on first sight whose runtime status shows nothing
-// running starts in terminated. A static pod killed while waiting goes to
+// running starts in terminated. The status must be one the cache has seen
+// (an entry for the pod, or a whole listing of the runtime): before the
+// first listing the pod starts in terminating, and the kill reads the
+// runtime. A static pod killed while waiting goes to
 // finished with no Syncer call at all.
 //
 // # Design

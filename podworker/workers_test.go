@@ -391,7 +391,8 @@ func TestTerminalOnFirstSightButStillRunning(t *testing.T) {
 // (the kill finds out what runs); once the runtime was listed, a pod the
 // cache does not hold has nothing and is born terminated. Before the fix
 // the empty answer of a cache miss counted as "nothing runs", and a pod
-// whose containers still ran was reported finished (soak, issue 22 note).
+// whose containers still ran was reported finished (docs/reliability.md,
+// finding 6).
 func TestTerminalOnFirstSightBeforeTheFirstListing(t *testing.T) {
 	cache := runtime.NewCache()
 	h := newHarness(t, func(o *podworker.Options) { o.Cache = cache }).run()

@@ -16,7 +16,7 @@ type Amount func(c *v1.Container) (n int64, ok bool)
 // Sum returns the pod's amount, without the pod overhead (callers add it
 // where the kubelet does), and whether every container and whether any
 // container set one.
-func Sum(pod *v1.Pod, amount Amount) (total int64, all, any bool) {
+func Sum(pod *v1.Pod, amount Amount) (total int64, all, some bool) {
 	all = true
 	read := func(c *v1.Container) int64 {
 		n, ok := amount(c)
@@ -24,7 +24,7 @@ func Sum(pod *v1.Pod, amount Amount) (total int64, all, any bool) {
 			all = false
 			return 0
 		}
-		any = true
+		some = true
 		return n
 	}
 	var apps, sidecars, initMax int64
@@ -41,7 +41,7 @@ func Sum(pod *v1.Pod, amount Amount) (total int64, all, any bool) {
 		}
 		initMax = max(initMax, sidecars+n)
 	}
-	return max(apps+sidecars, initMax), all, any
+	return max(apps+sidecars, initMax), all, some
 }
 
 // Requests is an Amount: the container's request of name.

@@ -122,7 +122,9 @@ func TestPreStopTakesItsTimeFromTheGracePeriod(t *testing.T) {
 	id := runningID(t, rt, pod, "c")
 	done := make(chan error, 1)
 	go func() { done <- rt.KillPod(ctxT(t), pod, nil, nil) }()
-	eventually(t, 10*time.Second, "the preStop sleep to wait on the clock", clk.HasWaiters)
+	// Two timers: the grace period's and the hook's sleep. Stepping once
+	// only the first exists would leave the sleep waiting for ever.
+	eventually(t, 10*time.Second, "the preStop sleep to wait on the clock", func() bool { return clk.Waiters() >= 2 })
 	if srv.CallCount("StopContainer") != 0 {
 		t.Fatal("StopContainer called while preStop sleeps")
 	}

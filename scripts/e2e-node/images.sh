@@ -131,11 +131,14 @@ host_root hostname "$(command -v hostname)" /bin/hostname
 host_root nc /bin/nc.openbsd /usr/bin/nc
 curl_key=$(root_key curl) hostname_key=$(root_key hostname) nc_key=$(root_key nc)
 
+# Static, with the control plane's compiler settings (scripts/apiserver/
+# start.sh: CGO_ENABLED=0, no -trimpath), so that agnhost reuses the control
+# plane's compilations of the tree from the build cache.
 gobuild() { # output package
 	[ -x "$bin/$1" ] && return
 	log "building $1 from $2 (once; minutes on a fresh machine)"
 	local t0=$SECONDS
-	(cd "$SRC" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags='-s -w' -o "$bin/$1.tmp" "$2") >&2 ||
+	(cd "$SRC" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -ldflags='-s -w' -o "$bin/$1.tmp" "$2") >&2 ||
 		die "go build $2 failed"
 	mv "$bin/$1.tmp" "$bin/$1"
 	log "built $1 in $((SECONDS - t0)) s"

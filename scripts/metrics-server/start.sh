@@ -49,7 +49,7 @@ die() { log "error: $*"; exit 1; }
 
 [ -f "$API_DIR/admin.kubeconfig" ] || die "no control plane in $API_DIR (run scripts/apiserver/start.sh)"
 bin=$(bash "$HERE/build.sh")
-kubectl=/var/cache/podlife-apiserver/bin/kubectl
+kubectl=${API_BIN_CACHE:-/var/cache/podlife-apiserver}/bin/kubectl
 [ -f "$API_DIR/env" ] && kubectl=$(sed -n 's/^API_KUBECTL=//p' "$API_DIR/env")
 
 cd "$API_DIR"

@@ -7,7 +7,7 @@
 set -u
 API_DIR=${API_DIR:-/tmp/podlife-api}
 if [ -f "$API_DIR/metrics-server.registered" ]; then
-	kubectl=/var/cache/podlife-apiserver/bin/kubectl
+	kubectl=${API_BIN_CACHE:-/var/cache/podlife-apiserver}/bin/kubectl
 	[ -f "$API_DIR/env" ] && kubectl=$(sed -n 's/^API_KUBECTL=//p' "$API_DIR/env")
 	# The APIService first: an unavailable one stalls discovery (and so
 	# namespace deletion) for every client.

@@ -6,6 +6,7 @@ import (
 	goruntime "runtime"
 	"runtime/pprof"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ var (
 	flagPasses = flag.Int("scale.passes", 5, "housekeeping passes timed once every pod runs (the median is reported)")
 	flagLog    = flag.Bool("scale.log", false, "log the agent (V(2)) to the test log")
 	flagHeap   = flag.String("scale.heapprofile", "", "write a heap profile to this file once every pod runs")
+	flagCPU    = flag.String("scale.cpuprofile", "", "write CPU profiles to this file's name with .steady (the housekeeping and GC passes) and .drain (the drain) appended")
 )
 
 // settingsFor returns the agent's timings for n pods: the defaults (2s
@@ -81,6 +83,7 @@ func TestScale(t *testing.T) {
 	}
 
 	// Housekeeping passes with every pod running.
+	stopProfile := startCPUProfile(t, ".steady")
 	passes := housekeepingPasses(t, w, *flagPasses, timeoutFor(n))
 	durations := make([]time.Duration, len(passes))
 	for i, hk := range passes {
@@ -103,10 +106,12 @@ func TestScale(t *testing.T) {
 		}
 		gcs[i] = res.Duration
 	}
+	stopProfile()
 	t.Logf("container GC passes at %d pods: %v; median %s", n, gcs, median(gcs).Round(time.Microsecond))
 
 	// Drain: every pod deleted with grace 0, then removed from the "API
 	// server" once finished.
+	stopProfile = startCPUProfile(t, ".drain")
 	start = time.Now()
 	if err := w.push(deleted(pods, 0)); err != nil {
 		t.Fatal(err)
@@ -126,6 +131,7 @@ func TestScale(t *testing.T) {
 		t.Fatalf("drain: %v", err)
 	}
 	drained := time.Since(start)
+	stopProfile()
 	t.Logf("drained %d pods: all finished in %s, workers and runtime empty in %s (%.0f pods/s)",
 		n, finished.Round(time.Millisecond), drained.Round(time.Millisecond), float64(n)/drained.Seconds())
 
@@ -205,6 +211,35 @@ func writeHeapProfile(t *testing.T, path string) {
 	if err := pprof.WriteHeapProfile(f); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startCPUProfile starts a CPU profile into -scale.cpuprofile with suffix
+// appended, if the flag is set, and returns what stops it (also called at
+// cleanup; stopping twice is harmless).
+func startCPUProfile(t *testing.T, suffix string) (stop func()) {
+	t.Helper()
+	if *flagCPU == "" {
+		return func() {}
+	}
+	f, err := os.Create(*flagCPU + suffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // liveHeap returns the live heap after a GC, and the number of goroutines.

@@ -2,6 +2,7 @@ package fakecri_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -422,5 +423,62 @@ func TestCreateContainerTargetNamespace(t *testing.T) {
 	}
 	if _, err := c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestListPodSandboxStatsGroupsRunningContainers: each ready sandbox's stats
+// hold its own running containers only, and the pod's working set is their
+// sum; the Id filter narrows to one sandbox.
+func TestListPodSandboxStatsGroupsRunningContainers(t *testing.T) {
+	_, c := start(t, fakecri.Options{Images: []string{"img"}})
+	ctx := ctx(t)
+	running := map[string]int{"a": 2, "b": 1, "c": 0} // running containers per pod
+	ids := map[string]string{}
+	for uid, n := range running {
+		sb, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig(uid)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[uid] = sb.GetPodSandboxId()
+		for i := range n + 1 { // one more, left created (not running)
+			r, err := c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.GetPodSandboxId(),
+				Config: containerConfig(fmt.Sprintf("c%d", i), "img")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i < n {
+				if _, err := c.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: r.GetContainerId()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	all, err := c.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.GetStats()) != len(running) {
+		t.Fatalf("%d sandbox stats, want %d", len(all.GetStats()), len(running))
+	}
+	for _, st := range all.GetStats() {
+		uid := st.GetAttributes().GetMetadata().GetUid()
+		cs := st.GetLinux().GetContainers()
+		if len(cs) != running[uid] {
+			t.Errorf("pod %s: %d container stats, want its %d running containers", uid, len(cs), running[uid])
+		}
+		var ws uint64
+		for _, s := range cs {
+			if s.GetAttributes().GetMetadata().GetName() == fmt.Sprintf("c%d", running[uid]) {
+				t.Errorf("pod %s: stats of its created, not running, container", uid)
+			}
+			ws += s.GetMemory().GetWorkingSetBytes().GetValue()
+		}
+		if got := st.GetLinux().GetMemory().GetWorkingSetBytes().GetValue(); got != ws || (running[uid] > 0) != (ws > 0) {
+			t.Errorf("pod %s: working set %d, its containers' sum %d", uid, got, ws)
+		}
+	}
+	one, err := c.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: &runtimeapi.PodSandboxStatsFilter{Id: ids["a"]}})
+	if err != nil || len(one.GetStats()) != 1 || len(one.GetStats()[0].GetLinux().GetContainers()) != 2 {
+		t.Fatalf("stats of sandbox a alone: %v %v", one.GetStats(), err)
 	}
 }

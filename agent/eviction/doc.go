@@ -71,13 +71,18 @@
 //
 // # Costs
 //
-// A pass makes one call to each provider. Without pressure it walks the
-// pods once and indexes the stats of those with storage limits only;
-// under pressure it indexes every pod's stats and picks the first pod in
-// rank in one walk (no sort): about 20 ms without pressure and 80 ms under
-// memory pressure at 100,000 pods (docs/benchmarks.md). Machine reads a
-// few /proc files and makes two statfs calls; LocalStorage walks the
-// pods' emptyDir and log folders at every call.
+// A pass reads the node's stats, and the pods' stats only when it will
+// look at them: when some active pod has a local storage limit (an
+// emptyDir sizeLimit or an ephemeral-storage limit) or a threshold is met.
+// (The kubelet reads them every pass from cAdvisor's cache; from a CRI
+// runtime every pod's stats cost about 0.1 ms of CPU a pod, seconds at
+// 100,000 pods.) Without pressure it walks the pods once and indexes the
+// stats of those with storage limits only; under pressure it indexes every
+// pod's stats and picks the first pod in rank in one walk (no sort): about
+// 20 ms without pressure and 80 ms under memory pressure at 100,000 pods,
+// stats reading excluded (docs/benchmarks.md). Machine reads a few /proc
+// files and makes two statfs calls; LocalStorage walks the pods' emptyDir
+// and log folders at every call.
 //
 // # Failures
 //

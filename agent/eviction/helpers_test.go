@@ -40,6 +40,7 @@ type fakeNode struct {
 	freeOnEvict           bool // an eviction gives its pod's memory back
 	staleTime             bool // stats keep the same time
 	statsTime             time.Time
+	podStatsCalls         int
 }
 
 type evictedPod struct {
@@ -96,6 +97,7 @@ func (n *fakeNode) NodeStats(ctx context.Context) (*statsapi.NodeStats, error) {
 func (n *fakeNode) ListPodStats(ctx context.Context) ([]statsapi.PodStats, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.podStatsCalls++
 	if n.podErr != nil {
 		return nil, n.podErr
 	}

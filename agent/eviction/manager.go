@@ -236,22 +236,6 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 	}
 	obs := m.observe(ns)
 	pods := m.opts.ActivePods()
-	var podList []statsapi.PodStats
-	if list, err := m.opts.PodStats.ListPodStats(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if !m.podFailing {
-			m.log.Error(err, "eviction manager: cannot get the pods' stats; no pod is evicted until they come back")
-		}
-		m.podFailing = true
-	} else {
-		if m.podFailing {
-			m.log.V(2).Info("eviction manager: pod stats available again")
-			m.podFailing = false
-		}
-		podList = list
-	}
 
 	now := m.opts.Clock.Now()
 	thresholds := thresholdsMet(m.opts.Thresholds, obs, false)
@@ -267,13 +251,36 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 	m.lastObs = obs
 	m.setConditions(conds)
 
-	if podList == nil {
+	// The pods' stats are read only when something will look at them: the
+	// pods with local storage limits, or the ranking for a threshold met.
+	// The kubelet reads them every pass from cAdvisor's cache; here they
+	// come from the runtime (every pod's stats: seconds at 100,000 pods),
+	// and a pass with nothing to check skips them.
+	var limited []*v1.Pod
+	if !m.opts.DisableLocalStorageEviction {
+		limited = storageLimitedPods(pods)
+	}
+	if len(limited) == 0 && len(thresholds) == 0 {
+		m.log.V(4).Info("eviction manager: no resources are starved")
 		return nil, nil
 	}
-	if !m.opts.DisableLocalStorageEviction {
-		if evicted := m.localStorageEviction(ctx, pods, podList); len(evicted) > 0 {
-			return evicted, nil
+	podList, err := m.opts.PodStats.ListPodStats(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
+		if !m.podFailing {
+			m.log.Error(err, "eviction manager: cannot get the pods' stats; no pod is evicted until they come back")
+		}
+		m.podFailing = true
+		return nil, nil
+	}
+	if m.podFailing {
+		m.log.V(2).Info("eviction manager: pod stats available again")
+		m.podFailing = false
+	}
+	if evicted := m.localStorageEviction(ctx, limited, podList); len(evicted) > 0 {
+		return evicted, nil
 	}
 	if len(thresholds) == 0 {
 		m.log.V(4).Info("eviction manager: no resources are starved")
@@ -356,15 +363,21 @@ func (m *Manager) setConditions(conds []v1.NodeConditionType) {
 	}
 }
 
-// localStorageEviction evicts every pod over an emptyDir sizeLimit or an
+// storageLimitedPods are the pods with an emptyDir sizeLimit or an
 // ephemeral-storage limit.
-func (m *Manager) localStorageEviction(ctx context.Context, pods []*v1.Pod, list []statsapi.PodStats) []*v1.Pod {
+func storageLimitedPods(pods []*v1.Pod) []*v1.Pod {
 	var limited []*v1.Pod
 	for _, pod := range pods {
 		if storageLimited(pod) {
 			limited = append(limited, pod)
 		}
 	}
+	return limited
+}
+
+// localStorageEviction evicts every pod of limited (those with an emptyDir
+// sizeLimit or an ephemeral-storage limit) over its limit.
+func (m *Manager) localStorageEviction(ctx context.Context, limited []*v1.Pod, list []statsapi.PodStats) []*v1.Pod {
 	if len(limited) == 0 {
 		return nil
 	}

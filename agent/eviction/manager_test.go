@@ -186,6 +186,40 @@ func TestEphemeralStorageLimits(t *testing.T) {
 	}
 }
 
+// The pods' stats are read only when a pass looks at them: a pod with a
+// local storage limit, or a threshold met. Reading every pod's stats from
+// the runtime on every pass cost seconds at 100,000 pods.
+func TestPodStatsReadOnlyWhenNeeded(t *testing.T) {
+	n := newFakeNode()
+	n.addPod("a", "", "", 10*mi)
+	m := newManager(t, n.options(t))
+	calls := func() int { n.mu.Lock(); defer n.mu.Unlock(); return n.podStatsCalls }
+	sync1(t, m)
+	if c := calls(); c != 0 {
+		t.Fatalf("no threshold met, no storage limit: pod stats read %d times, want 0", c)
+	}
+	limit := resource.MustParse("1Gi")
+	n.addPod("limited", "", "", 10*mi).Spec.Volumes = []v1.Volume{{Name: "scratch",
+		VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: &limit}}}}
+	n.clock.Step(10 * time.Second)
+	sync1(t, m)
+	if c := calls(); c != 1 {
+		t.Fatalf("a pod with an emptyDir sizeLimit: pod stats read %d times, want 1", c)
+	}
+	if len(n.evicted) != 0 {
+		t.Fatalf("evicted %v under the limit", n.evictedNames())
+	}
+	n.set(func(n *fakeNode) { n.memAvail = 10 * mi; n.pods = n.pods[:1] })
+	n.clock.Step(10 * time.Second)
+	sync1(t, m)
+	if c := calls(); c != 2 {
+		t.Fatalf("memory threshold met: pod stats read %d times in all, want 2", c)
+	}
+	if got := n.evictedNames(); !slices.Equal(got, []string{"a"}) || conds(m) != "MemoryPressure" {
+		t.Fatalf("memory threshold met: evicted %v, conditions %q", got, conds(m))
+	}
+}
+
 func TestNoEvictionOnMissingOrNonsenseStats(t *testing.T) {
 	for _, tc := range []struct {
 		name string

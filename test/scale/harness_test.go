@@ -16,8 +16,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/agent/eviction"
 	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podmanager/source"
 	"github.com/podlife/podlife/podworker"
@@ -38,6 +40,30 @@ type settings struct {
 	housekeeping time.Duration // agent.Options.HousekeepingInterval
 	relist       time.Duration // agent.Options.RelistInterval
 	log          bool
+	// eviction runs the agent's eviction manager (agent.Options.Eviction,
+	// the kubelet's default thresholds and 10 s interval) on node stats
+	// with room to spare, so that its passes (every pod's stats from the
+	// runtime, their emptyDir and log usage read from disk) run beside
+	// housekeeping without ever evicting.
+	eviction bool
+}
+
+// roomyNode is a node far from every eviction threshold.
+type roomyNode struct{}
+
+func (roomyNode) NodeStats(context.Context) (*statsapi.NodeStats, error) {
+	t := metav1.Now()
+	memAvail, memWS := uint64(200<<30), uint64(56<<30)
+	capacity, avail := uint64(4<<40), uint64(3<<40)
+	inodes, free := uint64(1e9), uint64(9e8)
+	maxPID, procs := int64(4194304), int64(1000)
+	fs := &statsapi.FsStats{Time: t, AvailableBytes: &avail, CapacityBytes: &capacity, Inodes: &inodes, InodesFree: &free}
+	return &statsapi.NodeStats{
+		Memory:  &statsapi.MemoryStats{Time: t, AvailableBytes: &memAvail, WorkingSetBytes: &memWS},
+		Fs:      fs,
+		Runtime: &statsapi.RuntimeStats{ImageFs: fs},
+		Rlimit:  &statsapi.RlimitStats{Time: t, MaxPID: &maxPID, NumOfRunningProcesses: &procs},
+	}, nil
 }
 
 // world is one agent over one fakecri, with the API pods pushed through a
@@ -83,6 +109,10 @@ func startWorld(t testing.TB, s settings) *world {
 	if tt, ok := t.(*testing.T); ok && s.log {
 		log = testr.NewWithOptions(tt, testr.Options{Verbosity: 2})
 	}
+	var evict *eviction.Options
+	if s.eviction {
+		evict = &eviction.Options{NodeStats: roomyNode{}}
+	}
 	w.a, err = agent.New(agent.Options{
 		Runtime:  w.rt,
 		NodeName: nodeName,
@@ -101,6 +131,7 @@ func startWorld(t testing.TB, s settings) *world {
 		HousekeepingInterval: s.housekeeping,
 		RelistInterval:       s.relist,
 		BackOffPeriod:        time.Second,
+		Eviction:             evict,
 	})
 	if err != nil {
 		_ = w.rt.Close()

@@ -18,6 +18,7 @@ var (
 	flagPods   = flag.Int("scale.pods", 2000, "API pods (one container each) the agent holds at once")
 	flagPasses = flag.Int("scale.passes", 5, "housekeeping passes timed once every pod runs (the median is reported)")
 	flagLog    = flag.Bool("scale.log", false, "log the agent (V(2)) to the test log")
+	flagEvict  = flag.Bool("scale.eviction", true, "run the eviction manager (pressure-free node stats, the runtime's pod stats) beside housekeeping")
 	flagHeap   = flag.String("scale.heapprofile", "", "write a heap profile to this file once every pod runs")
 	flagCPU    = flag.String("scale.cpuprofile", "", "write CPU profiles to this file's name with .steady (the housekeeping and GC passes) and .drain (the drain) appended")
 )
@@ -26,7 +27,7 @@ var (
 // housekeeping, 1s relist) from 10,000 pods on, shorter ones below so that
 // the small run stays short under -race.
 func settingsFor(n int) settings {
-	s := settings{pods: n, housekeeping: agent.DefaultHousekeepingInterval, relist: agent.DefaultRelistInterval, log: *flagLog}
+	s := settings{pods: n, housekeeping: agent.DefaultHousekeepingInterval, relist: agent.DefaultRelistInterval, log: *flagLog, eviction: *flagEvict}
 	if n < 10000 {
 		s.housekeeping, s.relist = 250*time.Millisecond, 250*time.Millisecond
 	}
@@ -106,8 +107,26 @@ func TestScale(t *testing.T) {
 		}
 		gcs[i] = res.Duration
 	}
-	stopProfile()
 	t.Logf("container GC passes at %d pods: %v; median %s", n, gcs, median(gcs).Round(time.Microsecond))
+
+	// Eviction manager passes (Run makes one every 10 s; these are extra):
+	// every pod's stats, no threshold met, nothing evicted.
+	if m := w.a.Eviction(); m != nil {
+		if m.Passes() == 0 {
+			t.Errorf("the eviction manager made no pass while %d pods ran", n)
+		}
+		evs := make([]time.Duration, *flagPasses)
+		for i := range evs {
+			start := time.Now()
+			evicted, err := m.Synchronize(t.Context())
+			evs[i] = time.Since(start)
+			if err != nil || len(evicted) != 0 || len(m.Conditions()) != 0 {
+				t.Errorf("eviction pass with %d running pods and room to spare: evicted %d, conditions %v, error %v", n, len(evicted), m.Conditions(), err)
+			}
+		}
+		t.Logf("eviction passes at %d pods: %v; median %s", n, evs, median(evs).Round(time.Microsecond))
+	}
+	stopProfile()
 
 	// Drain: every pod deleted with grace 0, then removed from the "API
 	// server" once finished.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/podlife/podlife/agent/eviction"
 	"github.com/podlife/podlife/agent/gc"
+	"github.com/podlife/podlife/agent/imagegc"
 	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podworker"
 )
@@ -27,7 +28,8 @@ type evictionParts struct {
 // newEviction builds the eviction manager (agent/eviction) of
 // Options.Eviction: the agent's active pods, evicted through their pod
 // workers; the machine's signals on the file system of the runtime's
-// volume root; the runtime's pod stats with the disk usage of the pods'
+// volume root, and for the image file system on the one where the
+// runtime's ImageFsInfo says its images are; the runtime's pod stats with the disk usage of the pods'
 // emptyDirs and logs; the agent's clock, logger, recorder and registerer
 // unless set. Its admission comes first among the AdmitHandlers, and with
 // Cluster it gives the Node its pressure conditions.
@@ -41,6 +43,14 @@ func (a *Agent) newEviction() error {
 		m := &eviction.Machine{Clock: a.clock}
 		if root != nil {
 			m.RootDir = root.VolumeRoot()
+		}
+		// The image file system is where the runtime says its images are
+		// (CRI ImageFsInfo), as the kubelet's; the node's otherwise.
+		if fi, ok := a.rt.(imagegc.FsInfoRuntime); ok {
+			m.ImageFsMountpoint = func(ctx context.Context) (string, error) {
+				u, err := fi.ImageFsInfo(ctx)
+				return u.Mountpoint, err
+			}
 		}
 		o.NodeStats = m
 	}

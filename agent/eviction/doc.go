@@ -11,7 +11,9 @@
 // The signals are memory.available, nodefs.available, nodefs.inodesFree,
 // imagefs.available, imagefs.inodesFree and pid.available. They come from
 // a NodeStatsProvider: Machine reads this machine (/proc/meminfo, statfs
-// of the node and image file systems, pid_max and the process count); a
+// of the node and image file systems, pid_max and the process count; the
+// image file system is where the runtime's CRI ImageFsInfo says its images
+// are, with Machine.ImageFsMountpoint, as the agent sets it); a
 // VM or remote provider, or a test, supplies its own. The pods' usage
 // comes from a PodStatsProvider (Summary API figures): runtime/cri's
 // ListPodStats for memory, and LocalStorage for the disk usage of the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -28,10 +29,20 @@ type Machine struct {
 	// ImageFsDir is a folder on the file system of the runtime's images
 	// (e.g. /var/lib/containerd). Default RootDir: the same file system.
 	ImageFsDir string
+	// ImageFsMountpoint, when set, says where the runtime keeps its
+	// images, as the CRI's ImageFsInfo names it (the agent sets it from
+	// its runtime). Its first answer that is a folder of this machine is
+	// the image file system from then on, instead of ImageFsDir; until
+	// then (an error, an empty answer, a folder not found here, as for a
+	// remote runtime) each call asks again and uses ImageFsDir meanwhile.
+	ImageFsMountpoint func(ctx context.Context) (string, error)
 	// Clock stamps the stats. Default: the real clock.
 	Clock clock.PassiveClock
 	// ProcDir is where procfs is mounted, for tests. Default "/proc".
 	ProcDir string
+
+	mu      sync.Mutex
+	imageFs string // ImageFsMountpoint's answer, once it gave a folder
 }
 
 var (
@@ -39,13 +50,27 @@ var (
 	_ DedicatedImageFs  = (*Machine)(nil)
 )
 
-func (m *Machine) dirs() (root, image, proc string) {
+func (m *Machine) dirs(ctx context.Context) (root, image, proc string) {
 	root, image, proc = m.RootDir, m.ImageFsDir, m.ProcDir
 	if root == "" {
 		root = "/"
 	}
 	if image == "" {
 		image = root
+	}
+	if m.ImageFsMountpoint != nil {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.imageFs == "" {
+			if dir, err := m.ImageFsMountpoint(ctx); err == nil && dir != "" {
+				if st, err := os.Stat(dir); err == nil && st.IsDir() {
+					m.imageFs = dir
+				}
+			}
+		}
+		if m.imageFs != "" {
+			image = m.imageFs
+		}
 	}
 	if proc == "" {
 		proc = "/proc"
@@ -56,7 +81,7 @@ func (m *Machine) dirs() (root, image, proc string) {
 // NodeStats reads the machine's figures. A figure that cannot be read is
 // left out (its signals go unobserved); it fails only when none can be.
 func (m *Machine) NodeStats(ctx context.Context) (*statsapi.NodeStats, error) {
-	root, image, proc := m.dirs()
+	root, image, proc := m.dirs(ctx)
 	var c clock.PassiveClock = clock.RealClock{}
 	if m.Clock != nil {
 		c = m.Clock
@@ -100,7 +125,7 @@ func (m *Machine) NodeStats(ctx context.Context) (*statsapi.NodeStats, error) {
 // HasDedicatedImageFs reports whether ImageFsDir is on another file
 // system than RootDir.
 func (m *Machine) HasDedicatedImageFs(ctx context.Context) (bool, error) {
-	root, image, _ := m.dirs()
+	root, image, _ := m.dirs(ctx)
 	if root == image {
 		return false, nil
 	}

@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -117,4 +118,63 @@ type podStatsList []statsapi.PodStats
 
 func (l podStatsList) ListPodStats(context.Context) ([]statsapi.PodStats, error) {
 	return append([]statsapi.PodStats(nil), l...), nil
+}
+
+// The image file system is where ImageFsMountpoint says, once it names a
+// folder here; until then ImageFsDir, asking again at each call.
+func TestMachineImageFsFromTheRuntime(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Machine reads Linux's procfs")
+	}
+	root := t.TempDir()
+	other := "/dev/shm" // a tmpfs: another file system than the temp folder's
+	if a, errA := deviceOf(root); errA != nil {
+		t.Fatal(errA)
+	} else if b, errB := deviceOf(other); errB != nil || a == b {
+		t.Skipf("no second file system to tell apart (%s: %v)", other, errB)
+	}
+	var answers []func() (string, error)
+	asked := 0
+	m := &Machine{RootDir: root, ImageFsMountpoint: func(context.Context) (string, error) {
+		a := answers[asked]
+		asked++
+		return a()
+	}}
+	ctx := context.Background()
+	dedicated := func() bool {
+		t.Helper()
+		d, err := m.HasDedicatedImageFs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	answers = []func() (string, error){
+		func() (string, error) { return "", errors.New("runtime down") },
+		func() (string, error) { return "", nil },
+		func() (string, error) { return filepath.Join(root, "not-here"), nil },
+		func() (string, error) { return other, nil },
+	}
+	for i := range 3 {
+		if dedicated() {
+			t.Fatalf("answer %d (no folder here): a dedicated image file system", i)
+		}
+	}
+	if !dedicated() || asked != 4 {
+		t.Fatalf("answer %s: dedicated %v after %d answers; want true after 4", other, dedicated(), asked)
+	}
+	ns, err := m.NodeStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked != 4 {
+		t.Fatalf("asked %d times; the answer, once a folder, is kept (want 4)", asked)
+	}
+	want, err := statFs(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ns.Runtime.ImageFs; got == nil || *got.CapacityBytes != *want.CapacityBytes || *got.Inodes != *want.Inodes {
+		t.Fatalf("image fs stats %+v, want those of %s (capacity %d, inodes %d)", got, other, *want.CapacityBytes, *want.Inodes)
+	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/podlife/podlife/agent/eviction"
 	"github.com/podlife/podlife/agent/gc"
 	"github.com/podlife/podlife/agent/imagegc"
-	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podworker"
 )
 
@@ -112,11 +111,21 @@ func (a *Agent) newEviction() error {
 func (a *Agent) Eviction() *eviction.Manager { return a.evictions.mgr }
 
 // evictablePods are the pods the eviction manager may evict: desired,
-// active, not mirror pods, and not already asked to terminate.
+// active, not mirror pods, and not already asked to terminate. Inactive or
+// asked to terminate is: asked to terminate (a terminated worker was), or
+// in a terminal phase, or rejected; so one question to the workers a pod.
+// The pod manager's pods are never mirror pods.
 func (a *Agent) evictablePods() []*v1.Pod {
+	rejected := a.rejectedSnapshot()
 	var out []*v1.Pod
 	for _, p := range a.pods.GetPods() {
-		if podmanager.IsMirrorPod(p) || a.isPodInactive(p) || a.workers.IsPodTerminationRequested(p.UID) {
+		if isTerminalPhase(p.Status.Phase) {
+			continue
+		}
+		if _, ok := rejected[p.UID]; ok {
+			continue
+		}
+		if a.workers.IsPodTerminationRequested(p.UID) {
 			continue
 		}
 		out = append(out, p)

@@ -257,4 +257,32 @@ func (a *Agent) isPodInactive(pod *v1.Pod) bool {
 	return terminal && !a.workers.IsPodTerminationRequested(pod.UID)
 }
 
+// isInactive is isPodInactive on what SyncKnownPods said of the pod (ws,
+// known) and a snapshot of the rejected pods: known terminated is the
+// TerminatedPod state, termination requested any state but SyncPod.
+func isInactive(pod *v1.Pod, ws podworker.PodWorkerSync, known bool, rejected map[types.UID]struct{}) bool {
+	if known && ws.State == podworker.TerminatedPod {
+		return true
+	}
+	terminal := isTerminalPhase(pod.Status.Phase)
+	if !terminal && len(rejected) > 0 {
+		_, terminal = rejected[pod.UID]
+	}
+	return terminal && !(known && ws.State != podworker.SyncPod)
+}
+
+// rejectedSnapshot returns the UIDs admission rejected (nil if none).
+func (a *Agent) rejectedSnapshot() map[types.UID]struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.rejected) == 0 {
+		return nil
+	}
+	out := make(map[types.UID]struct{}, len(a.rejected))
+	for uid := range a.rejected {
+		out[uid] = struct{}{}
+	}
+	return out
+}
+
 func podRef(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }

@@ -95,3 +95,49 @@ func TestForgottenNotedOncePerForgetting(t *testing.T) {
 		t.Fatalf("forgotten a second time (-want +got):\n%s", diff)
 	}
 }
+
+// TestIsInactive: housekeeping's judgement on SyncKnownPods' answer is the
+// kubelet's (podWorkers.IsPodKnownTerminated, else a terminal phase or an
+// admission rejection without a termination requested), state by state.
+func TestIsInactive(t *testing.T) {
+	const (
+		unknown     = podworker.PodWorkerState(255) // no worker
+		syncing     = podworker.SyncPod
+		terminating = podworker.TerminatingPod
+		terminated  = podworker.TerminatedPod
+	)
+	for _, tc := range []struct {
+		state    podworker.PodWorkerState
+		phase    v1.PodPhase
+		rejected bool
+		inactive bool
+	}{
+		{unknown, v1.PodRunning, false, false},
+		{unknown, v1.PodPending, false, false},
+		{unknown, v1.PodSucceeded, false, true},
+		{unknown, v1.PodFailed, false, true},
+		{unknown, v1.PodPending, true, true},
+		{syncing, v1.PodRunning, false, false},
+		{syncing, v1.PodSucceeded, false, true}, // terminal, nothing asked yet
+		{syncing, v1.PodPending, true, true},
+		{terminating, v1.PodRunning, false, false},
+		{terminating, v1.PodFailed, false, false}, // its containers may still run
+		{terminating, v1.PodPending, true, false},
+		{terminated, v1.PodRunning, false, true},
+		{terminated, v1.PodSucceeded, false, true},
+	} {
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}, Status: v1.PodStatus{Phase: tc.phase}}
+		var rejected map[types.UID]struct{}
+		if tc.rejected {
+			rejected = map[types.UID]struct{}{"other": {}, "u": {}}
+		}
+		known := tc.state != unknown
+		ws := podworker.PodWorkerSync{State: tc.state, HasConfig: true}
+		if !known {
+			ws = podworker.PodWorkerSync{}
+		}
+		if got := isInactive(pod, ws, known, rejected); got != tc.inactive {
+			t.Errorf("worker %v, phase %s, rejected %v: inactive %v, want %v", tc.state, tc.phase, tc.rejected, got, tc.inactive)
+		}
+	}
+}

@@ -2,12 +2,15 @@
 // the kubelet's image GC manager (pkg/kubelet/images, realImageGCManager),
 // and keeps the image list the Node's status shows (status.images).
 //
-// A Manager detects the images at Run and every Options.DetectPeriod
-// (default 30 s): it lists the images (CRI ListImages) and every container,
-// running or exited, and sandbox (Runtime.GetPods(all)), and keeps a record
-// of each image: when it was first seen, when it was last seen in use, its
-// size, whether it is pinned. An image is in use when a container was
-// created from it (its ImageID, or the reference it names).
+// A Manager detects the images at Run, every Options.DetectPeriod (default
+// 5 min, as the kubelet) and at each collection pass: it lists the images
+// (CRI ListImages) and every container, running or exited, and sandbox
+// (Runtime.GetPods(all)), and keeps a record of each image: when it was
+// first seen, when it was last seen in use, its size, whether it is
+// pinned. An image is in use when a container was created from it (its
+// ImageID, or the reference it names). In between, every
+// Options.ImageListPeriod (default 30 s, the kubelet's image cache
+// refresh) it lists the images alone, for the Node's status.
 //
 // A collection pass runs at Run and every Options.GCPeriod (default 5 min,
 // the kubelet's ImageGCPeriod):

@@ -39,7 +39,7 @@ func TestImageFsInfoUnsupported(t *testing.T) {
 	rec := &recorder{}
 	logs := &logLines{t: t}
 	m, err := imagegc.New(imagegc.Options{Runtime: rt, Clock: clk, Recorder: rec, NodeName: "n",
-		Logger: logs.logger(), DetectPeriod: 24 * time.Hour})
+		Logger: logs.logger(), DetectPeriod: 24 * time.Hour, ImageListPeriod: 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestWarningEventsOncePerRow(t *testing.T) {
 	d := newDisk(rt, 1000, 0)
 	rec := &recorder{}
 	m, err := imagegc.New(imagegc.Options{Runtime: rt, Stats: d.stats, Clock: clk, Recorder: rec, NodeName: "n",
-		Logger: testr.New(t), DetectPeriod: 24 * time.Hour})
+		Logger: testr.New(t), DetectPeriod: 24 * time.Hour, ImageListPeriod: 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,4 +255,52 @@ func TestWarningEventsOncePerRow(t *testing.T) {
 	if got, want := reasons(), []string{"FreeDiskSpaceFailed", "ImageGCFailed", "FreeDiskSpaceFailed"}; !slices.Equal(got, want) {
 		t.Errorf("events after a success and a new failure: %q, want %q", got, want)
 	}
+}
+
+// As the kubelet: the images alone are listed every ImageListPeriod (30 s,
+// for the Node's status), every container only at each detection
+// (DetectPeriod, 5 min) and collection. Listing every container every 30 s
+// cost seconds of each half-minute at 100,000 pods.
+func TestImageListRefreshListsNoContainers(t *testing.T) {
+	srv := fakecri.New(fakecri.Options{Images: []string{"a:1", "b:1"}})
+	if err := srv.StartInMemory(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	rt, err := cri.New(cri.Options{Endpoint: "fake", Dialer: srv.DialContext})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	clk := clocktesting.NewFakeClock(t0)
+	m, err := imagegc.New(imagegc.Options{Runtime: rt, Clock: clk, Logger: testr.New(t), GCPeriod: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, "Run's first detection and collection", func() bool { return m.Passes() >= 2 })
+	images, containers := srv.CallCount("ListImages"), srv.CallCount("ListContainers")
+	for i := 1; i < int(imagegc.DefaultDetectPeriod/imagegc.DefaultImageListPeriod); i++ {
+		want := m.Passes() + 1
+		waitFor(t, "Run's tickers", func() bool { return clk.Waiters() >= 3 })
+		clk.Step(imagegc.DefaultImageListPeriod)
+		waitFor(t, "an image list refresh", func() bool { return m.Passes() >= want })
+		if got := srv.CallCount("ListImages"); got != images+i {
+			t.Fatalf("after %d refreshes: %d image listings, want %d", i, got, images+i)
+		}
+		if got := srv.CallCount("ListContainers"); got != containers {
+			t.Fatalf("after %d refreshes: containers listed %d times, want %d (none since the first detection)", i, got, containers)
+		}
+	}
+	if len(m.NodeImages()) != 2 {
+		t.Fatalf("node images %v, want both", m.NodeImages())
+	}
+	// The 5-minute mark: the list refresh and a detection, which lists the
+	// containers.
+	waitFor(t, "Run's tickers", func() bool { return clk.Waiters() >= 3 })
+	clk.Step(imagegc.DefaultImageListPeriod)
+	waitFor(t, "a detection at DetectPeriod", func() bool { return srv.CallCount("ListContainers") > containers })
 }

@@ -181,9 +181,9 @@ func (l *logLines) count(substr string) int {
 	return n
 }
 
-// run runs m (with a DetectPeriod longer than the test) on a fake clock
-// and returns a function that steps the clock by one GCPeriod and waits
-// for the collection pass it causes.
+// run runs m (with a DetectPeriod and an ImageListPeriod longer than the
+// test) on a fake clock and returns a function that steps the clock by one
+// GCPeriod and waits for the collection pass it causes.
 func run(t *testing.T, m *imagegc.Manager, clk *clocktesting.FakeClock, period time.Duration) (step func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())

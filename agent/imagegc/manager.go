@@ -110,8 +110,9 @@ func New(opts Options) (*Manager, error) {
 	return m, nil
 }
 
-// Run detects the images at once and every Options.DetectPeriod, and
-// garbage collects at once and every Options.GCPeriod (unless
+// Run detects the images at once and every Options.DetectPeriod, lists
+// them (for the Node's status) every Options.ImageListPeriod, and garbage
+// collects at once and every Options.GCPeriod (unless
 // HighThresholdPercent is 100), until ctx is done; then it returns nil,
 // once the pass under way has ended. Run may be called once.
 func (m *Manager) Run(ctx context.Context) error {
@@ -129,6 +130,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	detect := m.opts.Clock.NewTicker(m.opts.DetectPeriod)
 	defer detect.Stop()
+	list := m.opts.Clock.NewTicker(m.opts.ImageListPeriod)
+	defer list.Stop()
 	var gcC <-chan time.Time
 	if gcOn {
 		gc := m.opts.Clock.NewTicker(m.opts.GCPeriod)
@@ -145,6 +148,8 @@ func (m *Manager) Run(ctx context.Context) error {
 			return nil
 		case <-detect.C():
 			m.Detect(ctx)
+		case <-list.C():
+			m.refreshImageList(ctx)
 		case <-gcC:
 			m.collectAndReport(ctx)
 		}
@@ -194,9 +199,21 @@ func (m *Manager) Detect(ctx context.Context) error {
 	return err
 }
 
-// detectLocked (holding the pass token) lists the images and the
-// containers, and returns the IDs of the images in use.
-func (m *Manager) detectLocked(ctx context.Context, now time.Time) (map[string]bool, error) {
+// refreshImageList lists the images for the Node's status (the kubelet's
+// image cache refresh); a failure is logged at V(2) and keeps the last list.
+func (m *Manager) refreshImageList(ctx context.Context) {
+	if err := m.acquire(ctx); err != nil {
+		return
+	}
+	defer m.release()
+	if _, err := m.listImagesLocked(ctx); err != nil && ctx.Err() == nil {
+		m.log.V(2).Info("Failed to update image list", "err", err.Error())
+	}
+}
+
+// listImagesLocked (holding the pass token) lists the images and keeps them,
+// largest first, as the image list.
+func (m *Manager) listImagesLocked(ctx context.Context) ([]runtime.Image, error) {
 	images, err := m.opts.Runtime.ListImages(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list images: %w", err)
@@ -214,6 +231,16 @@ func (m *Manager) detectLocked(ctx context.Context, now time.Time) (map[string]b
 	m.mu.Lock()
 	m.images = sorted
 	m.mu.Unlock()
+	return images, nil
+}
+
+// detectLocked (holding the pass token) lists the images and the
+// containers, and returns the IDs of the images in use.
+func (m *Manager) detectLocked(ctx context.Context, now time.Time) (map[string]bool, error) {
+	images, err := m.listImagesLocked(ctx)
+	if err != nil {
+		return nil, err
+	}
 
 	pods, err := m.opts.Runtime.GetPods(ctx, true)
 	if err != nil {

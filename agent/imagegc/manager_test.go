@@ -161,7 +161,7 @@ func TestMaxAge(t *testing.T) {
 	rt.use("u", "sha256:used")
 	reg := prometheus.NewRegistry()
 	m, err := imagegc.New(imagegc.Options{Runtime: rt, Stats: newDisk(rt, 1<<40, 0).stats, Clock: clk,
-		MaxAge: time.Hour, Registerer: reg, GCPeriod: 5 * time.Minute, DetectPeriod: 24 * time.Hour})
+		MaxAge: time.Hour, Registerer: reg, GCPeriod: 5 * time.Minute, DetectPeriod: 24 * time.Hour, ImageListPeriod: 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestRefusedRemovalRetriedAndLoggedOnce(t *testing.T) {
 	rec := &recorder{}
 	logs := &logLines{t: t}
 	m, err := imagegc.New(imagegc.Options{Runtime: rt, Stats: newDisk(rt, 1000, 0).stats, Clock: clk, MinAge: -1,
-		Recorder: rec, NodeName: "node-1", Logger: logs.logger(), DetectPeriod: 24 * time.Hour})
+		Recorder: rec, NodeName: "node-1", Logger: logs.logger(), DetectPeriod: 24 * time.Hour, ImageListPeriod: 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

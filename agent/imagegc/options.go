@@ -49,7 +49,8 @@ const (
 	DefaultLowThresholdPercent  = 80
 	DefaultMinAge               = 2 * time.Minute
 	DefaultGCPeriod             = 5 * time.Minute
-	DefaultDetectPeriod         = 30 * time.Second
+	DefaultDetectPeriod         = 5 * time.Minute
+	DefaultImageListPeriod      = 30 * time.Second
 	// MaxImagesInNodeStatus is how many images (the largest) the Node's
 	// status lists.
 	MaxImagesInNodeStatus = 50
@@ -99,10 +100,15 @@ type Options struct {
 	// GCPeriod is the period of the garbage collection pass. Default 5m
 	// (the kubelet's ImageGCPeriod).
 	GCPeriod time.Duration
-	// DetectPeriod is the period of the listing of images and of the
-	// containers using them (records of first and last use, the image
-	// list of the Node's status). Default 30s.
+	// DetectPeriod is the period of the listing of images and of every
+	// container and sandbox using them (the records of first sight and
+	// last use, and the image list). Default 5m, the kubelet's: listing
+	// every container is the costly part (seconds at 100,000 pods), and
+	// each collection pass detects first anyway.
 	DetectPeriod time.Duration
+	// ImageListPeriod is the period of the listing of the images alone
+	// (the image list of the Node's status). Default 30s, the kubelet's.
+	ImageListPeriod time.Duration
 
 	// Recorder and NodeName: the events about the node (Warning
 	// ImageGCFailed, FreeDiskSpaceFailed, InvalidDiskCapacity), on the
@@ -137,6 +143,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DetectPeriod == 0 {
 		o.DetectPeriod = DefaultDetectPeriod
+	}
+	if o.ImageListPeriod == 0 {
+		o.ImageListPeriod = DefaultImageListPeriod
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -174,6 +183,9 @@ func (o Options) validate() error {
 	}
 	if o.DetectPeriod < 0 {
 		errs = append(errs, fmt.Errorf("DetectPeriod must not be negative, got %s", o.DetectPeriod))
+	}
+	if o.ImageListPeriod < 0 {
+		errs = append(errs, fmt.Errorf("ImageListPeriod must not be negative, got %s", o.ImageListPeriod))
 	}
 	if o.Recorder != nil && o.NodeName == "" {
 		errs = append(errs, errors.New("NodeName is required with a Recorder"))

@@ -138,7 +138,7 @@ func (a *Agent) housekeeping(ctx context.Context, fresh bool) (HousekeepingResul
 	for _, pod := range allPods {
 		ws, known := workingPods[pod.UID]
 		static := ws.Static
-		if !known {
+		if !ws.HasConfig { // no worker, or a runtime-only one
 			static = podmanager.IsStaticPod(pod)
 		}
 		count(static, &res.DesiredStatic, &res.DesiredRegular)

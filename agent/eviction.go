@@ -28,10 +28,11 @@ type evictionParts struct {
 // Options.Eviction: the agent's active pods, evicted through their pod
 // workers; the machine's signals on the file system of the runtime's
 // volume root, and for the image file system on the one where the
-// runtime's ImageFsInfo says its images are; the runtime's pod stats with the disk usage of the pods'
-// emptyDirs and logs; the agent's clock, logger, recorder and registerer
-// unless set. Its admission comes first among the AdmitHandlers, and with
-// Cluster it gives the Node its pressure conditions.
+// runtime's ImageFsInfo says its images are; the runtime's pod stats with
+// the disk usage of the pods' emptyDirs and logs; the agent's clock,
+// logger, recorder and registerer unless set. Its admission comes first
+// among the AdmitHandlers, and with Cluster it gives the Node its pressure
+// conditions.
 func (a *Agent) newEviction() error {
 	if a.opts.Eviction == nil {
 		return nil

@@ -122,8 +122,9 @@ func (m *Machine) NodeStats(ctx context.Context) (*statsapi.NodeStats, error) {
 	return ns, nil
 }
 
-// HasDedicatedImageFs reports whether ImageFsDir is on another file
-// system than RootDir.
+// HasDedicatedImageFs reports whether the image file system
+// (ImageFsMountpoint's folder, else ImageFsDir) is another file system
+// than RootDir's.
 func (m *Machine) HasDedicatedImageFs(ctx context.Context) (bool, error) {
 	root, image, _ := m.dirs(ctx)
 	if root == image {

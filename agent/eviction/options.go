@@ -134,7 +134,9 @@ type Options struct {
 
 	// NodeStats gives the node's signals. Required.
 	NodeStats NodeStatsProvider
-	// PodStats gives the pods' usage. Required.
+	// PodStats gives the pods' usage. Required. A pass asks for it only
+	// when it will look at it: some active pod has a local storage limit,
+	// or a threshold is met (so NodeStats must not depend on its calls).
 	PodStats PodStatsProvider
 	// ActivePods returns the pods that may be evicted: admitted, not
 	// terminal and not asked to terminate. Required; called once per pass.

@@ -31,19 +31,20 @@ type suppliedSignals struct {
 	inner     eviction.PodStatsProvider
 	namespace string // the test's: only its pods use memory
 
-	mu                    sync.Mutex
-	memCapacity, other    int64
-	workingSet            map[string]int64
-	fsCapacity, fsAvail   int64
-	imageGCFrees          int64
-	imageGCs              int
-	lastRunningWorkingSet int64
+	mu                  sync.Mutex
+	memCapacity, other  int64
+	workingSet          map[string]int64
+	fsCapacity, fsAvail int64
+	imageGCFrees        int64
+	imageGCs            int
 }
 
-func (s *suppliedSignals) ListPodStats(ctx context.Context) ([]statsapi.PodStats, error) {
+// listPodStats gives the runtime's pods (those with a ready sandbox) with
+// the test's working sets, and their sum.
+func (s *suppliedSignals) listPodStats(ctx context.Context) ([]statsapi.PodStats, int64, error) {
 	list, err := s.inner.ListPodStats(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -61,15 +62,28 @@ func (s *suppliedSignals) ListPodStats(ctx context.Context) ([]statsapi.PodStats
 			list[i].Containers[j].Memory = &statsapi.MemoryStats{Time: metav1.Now(), WorkingSetBytes: &ws}
 		}
 	}
-	s.lastRunningWorkingSet = sum
-	return list, nil
+	return list, sum, nil
 }
 
+func (s *suppliedSignals) ListPodStats(ctx context.Context) ([]statsapi.PodStats, error) {
+	list, _, err := s.listPodStats(ctx)
+	return list, err
+}
+
+// NodeStats counts the running pods' working sets itself (with inner): the
+// eviction manager reads the pods' stats only when a threshold is met.
 func (s *suppliedSignals) NodeStats(ctx context.Context) (*statsapi.NodeStats, error) {
+	var running int64
+	if s.inner != nil {
+		var err error
+		if _, running, err = s.listPodStats(ctx); err != nil {
+			return nil, err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := metav1.Now()
-	avail := uint64(max(s.memCapacity-s.other-s.lastRunningWorkingSet, 0))
+	avail := uint64(max(s.memCapacity-s.other-running, 0))
 	ws := uint64(s.memCapacity) - avail
 	fsAvail, fsCap := uint64(s.fsAvail), uint64(s.fsCapacity)
 	fs := &statsapi.FsStats{Time: now, AvailableBytes: &fsAvail, CapacityBytes: &fsCap}

@@ -349,6 +349,12 @@ func TestNodeDeletedIsRegisteredAgain(t *testing.T) {
 	h.start()
 	h.waitRegistered()
 	h.eventually("status", 0, func() bool { return h.count("patch", "nodes", "status") == 1 })
+	// The controller learns of the deletion from its watch of the Node. The
+	// fake clientset's tracker has no resource versions: a delete between
+	// the watch's list and its watch call is lost (a real API server
+	// replays it), and the first status write can come before the watch
+	// starts. So delete once the watch call was made.
+	h.eventually("the Node's watch", 0, func() bool { return h.count("watch", "nodes", "") >= 1 })
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 	if err := h.client.Tracker().Delete(gvr, "", "n1"); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podmanager/source"
 	"github.com/podlife/podlife/runtime"
+	"github.com/podlife/podlife/runtime/prober"
 )
 
 // Defaults of Options.
@@ -96,6 +97,11 @@ type Options struct {
 	// as runtime/cri), and liveness kills one that can kill a container
 	// (ContainerKiller).
 	DisableProbes bool
+	// Probe, when set, runs every probe of every pod instead of the
+	// prober's exec, HTTP, TCP and gRPC handlers (prober.Options.Probe):
+	// for fake runtimes whose containers have no network and no process,
+	// like the fleet's (agent/fleet). Default nil: the built-in handlers.
+	Probe func(ctx context.Context, req prober.Request) (prober.Result, string)
 
 	// Cluster makes the agent a node of a Kubernetes cluster: the Node and
 	// its Lease, the pods bound to the node, mirror pods, statuses written

@@ -29,6 +29,7 @@ func (a *Agent) newProber() error {
 		Logger:     a.opts.Logger.WithName("prober"),
 		Clock:      a.opts.Clock,
 		Registerer: a.opts.Registerer,
+		Probe:      a.opts.Probe,
 	}
 	if e, ok := a.opts.Runtime.(prober.Exec); ok {
 		po.Exec = e

@@ -10,6 +10,7 @@ import (
 	"github.com/podlife/podlife/agent"
 	"github.com/podlife/podlife/podworker/podworkertest"
 	"github.com/podlife/podlife/runtime/fakecri"
+	"github.com/podlife/podlife/runtime/prober"
 )
 
 // probedManifest is a pod whose container has an exec probe of the given
@@ -75,5 +76,39 @@ func TestProbes(t *testing.T) {
 	podworkertest.WaitFor(t, waitTimeout, "restarted container running", func() bool {
 		st, _ := ra.StatusReporter().Status(live)
 		return len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].State.Running != nil
+	})
+}
+
+// Options.Probe answers the probes of every kind instead of the prober's
+// handlers: an httpGet readiness probe, which would fail on fakecri (its pod
+// IP leads nowhere), gates Ready on the hook's answer alone.
+func TestProbeHookAnswersHTTPProbes(t *testing.T) {
+	_, endpoint := startFakeCRI(t, fakecri.Options{})
+	var readyOK atomic.Bool
+	var asked atomic.Int64
+	dir := t.TempDir()
+	writeManifest(t, dir, "web.yaml", manifest("web", 1)+
+		"    readinessProbe:\n      httpGet: {path: /healthz, port: 8080}\n      periodSeconds: 1\n      failureThreshold: 1\n")
+	ra := startAgentWith(t, endpoint, dir, func(o *agent.Options) {
+		o.Probe = func(_ context.Context, req prober.Request) (prober.Result, string) {
+			if req.Type != prober.Readiness || req.Probe.HTTPGet == nil || req.Probe.HTTPGet.Path != "/healthz" {
+				t.Errorf("probe request %+v", req)
+			}
+			asked.Add(1)
+			if readyOK.Load() {
+				return prober.Success, ""
+			}
+			return prober.Failure, "scripted: not ready"
+		}
+	})
+	web := ra.podUID(t, "web")
+	podworkertest.WaitFor(t, waitTimeout, "web Running and probed, not Ready", func() bool {
+		st, ok := ra.StatusReporter().Status(web)
+		return ok && st.Phase == v1.PodRunning && asked.Load() > 0 && !podReady(st)
+	})
+	readyOK.Store(true)
+	podworkertest.WaitFor(t, waitTimeout, "Ready once the hook says so", func() bool {
+		st, _ := ra.StatusReporter().Status(web)
+		return podReady(st)
 	})
 }

@@ -2,6 +2,7 @@ package prober_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -383,5 +384,52 @@ func TestHTTPRedirectElsewhereWarns(t *testing.T) {
 		}
 	default:
 		t.Fatal("no warning")
+	}
+}
+
+// Options.Probe runs every kind of probe instead of the built-in handlers:
+// it gets the container, its instance and start, the normalized probe and a
+// context that ends at the probe's timeout, and its answer is the outcome.
+// No handler dials or execs (a Dialer that fails the test proves it).
+func TestProbeHookReplacesEveryHandler(t *testing.T) {
+	handlers := map[string]v1.ProbeHandler{
+		"exec": {Exec: &v1.ExecAction{Command: []string{"true"}}},
+		"http": {HTTPGet: &v1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(80)}},
+		"tcp":  {TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(80)}},
+		"grpc": {GRPC: &v1.GRPCAction{Port: 80}},
+	}
+	for kind, handler := range handlers {
+		t.Run(kind, func(t *testing.T) {
+			var got prober.Request
+			var deadline time.Duration
+			u := probeOnce(t, v1.Container{}, handler, "192.0.2.9", func(o *prober.Options) {
+				o.Dialer = func(context.Context, string, string) (net.Conn, error) {
+					t.Error("the built-in handler dialed")
+					return nil, errors.New("no network")
+				}
+				o.Exec = prober.ExecFunc(func(context.Context, string, []string, time.Duration) ([]byte, []byte, int32, error) {
+					t.Error("the built-in handler ran exec")
+					return nil, nil, 0, errors.New("no exec")
+				})
+				o.Probe = func(ctx context.Context, req prober.Request) (prober.Result, string) {
+					got = req
+					if d, ok := ctx.Deadline(); ok {
+						deadline = time.Until(d)
+					}
+					return prober.Failure, "scripted " + kind
+				}
+			})
+			if u.Result != prober.Failure || u.Output != "scripted "+kind {
+				t.Fatalf("update %+v, want the hook's Failure and output", u)
+			}
+			if got.PodUID != "uid-h" || got.PodName != "h" || got.PodNamespace != "ns" || got.Container.Name != "c" ||
+				got.ContainerID != "id1" || !got.StartedAt.Equal(t0) || got.Type != prober.Startup ||
+				got.PodIP != "192.0.2.9" || got.Timeout != time.Second || got.Probe.PeriodSeconds != prober.DefaultPeriodSeconds {
+				t.Fatalf("request %+v", got)
+			}
+			if deadline <= 0 || deadline > time.Second {
+				t.Fatalf("the hook's context ends in %v, want within the probe's 1 s timeout", deadline)
+			}
+		})
 	}
 }

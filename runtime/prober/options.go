@@ -52,6 +52,15 @@ type Options struct {
 	// as the kubelet's. Redirects are followed (at most 10) only to the same
 	// host, whatever the transport.
 	HTTPTransport http.RoundTripper
+	// Probe, when set, runs every probe instead of the built-in handlers
+	// (exec, httpGet, tcpSocket and grpc alike): for fake runtimes and
+	// simulators whose containers have no process to exec in and no
+	// network to dial. Its Result and output count as a built-in probe's
+	// (Unknown: the probe could not run, which changes nothing). It is
+	// called from the probe goroutines, concurrently, with no lock held,
+	// and must return once ctx is done (at the probe's timeout). Exec,
+	// Dialer and HTTPTransport are then unused. Default nil.
+	Probe func(ctx context.Context, req Request) (Result, string)
 	// UserAgent of HTTP and gRPC probes, unless a probe's headers set one.
 	// Default DefaultUserAgent.
 	UserAgent string

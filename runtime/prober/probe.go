@@ -18,6 +18,15 @@ const maxOutput = 10 << 10
 // output. Unknown means it could not be run.
 func (m *Manager) runProbe(ctx context.Context, w *worker, t target) (Result, string) {
 	p := w.probe
+	if m.opts.Probe != nil {
+		ctx, cancel := context.WithTimeout(ctx, w.timeout)
+		defer cancel()
+		return m.opts.Probe(ctx, Request{
+			PodUID: w.pod.uid, PodName: w.pod.name, PodNamespace: w.pod.namespace,
+			Container: w.c.spec, ContainerID: t.containerID, StartedAt: t.startedAt,
+			Probe: p, Type: w.typ, PodIP: t.podIP, Timeout: w.timeout,
+		})
+	}
 	switch {
 	case p.Exec != nil:
 		return m.probeExec(ctx, t.containerID, p.Exec.Command, w.timeout)

@@ -3,6 +3,7 @@ package prober
 import (
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -89,4 +90,25 @@ type RunningContainer struct {
 	// StartedAt is when the instance started; initialDelaySeconds counts
 	// from it. Zero means "when the manager first saw this ID".
 	StartedAt time.Time
+}
+
+// Request is one probe of one container instance, for Options.Probe.
+type Request struct {
+	PodUID       types.UID
+	PodName      string
+	PodNamespace string
+	// Container is the container's spec. Read-only.
+	Container *v1.Container
+	// ContainerID is the instance probed (as given to SetContainers), and
+	// StartedAt when it started (zero when the manager was not told).
+	ContainerID string
+	StartedAt   time.Time
+	// Probe is the probe as the container's spec gives it, with the
+	// defaults of its zero fields applied. Read-only.
+	Probe *v1.Probe
+	Type  ProbeType
+	// PodIP is the pod's IP, "" when it has none yet.
+	PodIP string
+	// Timeout is the probe's timeoutSeconds; ctx ends with it.
+	Timeout time.Duration
 }

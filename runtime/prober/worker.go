@@ -122,6 +122,7 @@ func (w *worker) signal() {
 // target is what one probe needs, copied under the lock.
 type target struct {
 	containerID string
+	startedAt   time.Time
 	podIP       string
 }
 
@@ -141,7 +142,7 @@ func (w *worker) nextLocked(now time.Time) (stop, probe bool, wait time.Duration
 	if d := w.due.Sub(now); d > 0 {
 		return false, false, d, t
 	}
-	return false, true, 0, target{containerID: w.c.id, podIP: w.pod.ip}
+	return false, true, 0, target{containerID: w.c.id, startedAt: w.c.startedAt, podIP: w.pod.ip}
 }
 
 // timerSlack is how late a timer may fire for the clock having moved between

@@ -56,6 +56,23 @@
 // unless Options.Registry says which references serve one image (its ID,
 // digest and user, as a registry would). Options.Images preloads some.
 //
+// Scripts: Options.Script, asked at every StartContainer with the
+// sandbox's and the container's configs, can replace the arguments' words
+// with a ContainerScript, kept with the container for its life. The
+// container exits by itself with ExitCode, at once or RunFor after its
+// start on the server's clock, unless it exited or was removed before
+// (ExitContainer, StopContainer, StopPodSandbox, StopSandbox,
+// RemoveContainer, RemovePodSandbox and Forget cancel the timed exit).
+// StopContainer makes it exit with TermExitCode after TermDelay, releasing
+// the server meanwhile, or kills it (137) at the stop's timeout when that
+// is shorter; an exit of its own during the wait stands. Timed exits wait
+// on a single timer of the clock, served by one goroutine that runs only
+// while exits are pending; they keep their time across Down and Up (the
+// "processes" outlive the daemon) and Stop drops them. Options.PullScript
+// makes a PullImage, by its reference and sandbox config, take longer
+// (on the clock, cut short by the client's deadline) or fail with an error
+// of the script's choosing, without adding the image.
+//
 // # Compared with containerd v2
 //
 // Where the CRI leaves a choice, fakecri does what containerd v2 does: stop

@@ -172,7 +172,8 @@ func (i *imageService) ImageStatus(_ context.Context, req *runtimeapi.ImageStatu
 	return &runtimeapi.ImageStatusResponse{Image: img.proto()}, nil
 }
 
-// PullImage "pulls" any name, in Options.PullLatency on the server's clock;
+// PullImage "pulls" any name, in Options.PullLatency on the server's clock
+// plus the delay Options.PullScript adds, and fails if the script says so;
 // the client's deadline cuts it short with DeadlineExceeded.
 func (i *imageService) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	ref := req.GetImage().GetImage()
@@ -180,8 +181,21 @@ func (i *imageService) PullImage(ctx context.Context, req *runtimeapi.PullImageR
 		return nil, status.Error(codes.InvalidArgument, "image reference is required")
 	}
 	s := i.s
-	if err := s.wait(ctx, s.opts.PullLatency); err != nil {
+	latency := s.opts.PullLatency
+	var pullErr error
+	if s.opts.PullScript != nil {
+		delay, err := s.opts.PullScript(ref, req.GetSandboxConfig())
+		latency += max(delay, 0)
+		pullErr = err
+	}
+	if err := s.wait(ctx, latency); err != nil {
 		return nil, status.FromContextError(err).Err()
+	}
+	if pullErr != nil {
+		if _, ok := status.FromError(pullErr); ok {
+			return nil, pullErr
+		}
+		return nil, status.Error(codes.Unknown, pullErr.Error())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -23,11 +23,7 @@ func (s *Server) ExitContainer(id string, code int32) error {
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return fmt.Errorf("exit container %q: it is %s, not running", id, c.state)
 	}
-	reason := "Completed"
-	if code != 0 {
-		reason = "Error"
-	}
-	s.exitLocked(c, code, reason, "")
+	s.exitLocked(c, code, exitReason(code), "")
 	return nil
 }
 

@@ -45,6 +45,12 @@ type container struct {
 	// resources are the container's resources: its config's, then the
 	// last UpdateContainerResources'.
 	resources *runtimeapi.ContainerResources
+	// script is Options.Script's answer at start; nil without one (the
+	// arguments decide, see behaviour).
+	script *ContainerScript
+	// timedExit is the scripted exit pending in the server's exit queue,
+	// nil when none is (script.go).
+	timedExit *timedExit
 }
 
 // Container behaviour, chosen by the container's first argument, the same
@@ -325,23 +331,34 @@ func (r *runtimeService) StartContainer(_ context.Context, req *runtimeapi.Start
 	if c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
 		return nil, status.Errorf(codes.FailedPrecondition, "container %q is %s, not CREATED", c.id, c.state)
 	}
-	if sb := s.sandboxes[c.sandboxID]; sb == nil || sb.state != runtimeapi.PodSandboxState_SANDBOX_READY {
+	sb := s.sandboxes[c.sandboxID]
+	if sb == nil || sb.state != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return nil, status.Errorf(codes.FailedPrecondition, "container %q: sandbox %q is not ready", c.id, c.sandboxID)
 	}
+	now := s.opts.Clock.Now()
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
-	c.startedAt = s.now()
+	c.startedAt = now.UnixNano()
+	c.script = s.scriptLocked(sb, c)
 	s.startLogLocked(c)
-	if mode, code := behaviour(c.config); mode == "exit" {
-		reason := "Completed"
-		if code != 0 {
-			reason = "Error"
+	switch sc := c.script; {
+	case sc != nil && sc.Exit && sc.RunFor > 0:
+		s.armExitLocked(c, now.Add(sc.RunFor), sc.ExitCode)
+	case sc != nil && sc.Exit:
+		s.exitLocked(c, sc.ExitCode, exitReason(sc.ExitCode), "")
+	case sc != nil:
+		// Runs until stopped.
+	default:
+		if mode, code := behaviour(c.config); mode == "exit" {
+			s.exitLocked(c, code, exitReason(code), "")
 		}
-		s.exitLocked(c, code, reason, "")
 	}
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 
+// exitLocked makes the container exit (a created one never started); a
+// pending timed exit is cancelled.
 func (s *Server) exitLocked(c *container, code int32, reason, message string) {
+	s.cancelExitLocked(c)
 	if c.state == runtimeapi.ContainerState_CONTAINER_CREATED {
 		c.startedAt = 0
 	}
@@ -350,8 +367,11 @@ func (s *Server) exitLocked(c *container, code int32, reason, message string) {
 	c.exitCode, c.reason, c.message = code, reason, message
 }
 
-// StopContainer stops a container: it exits 0 at once, or, for a "hang"
-// container, is killed (137) after the whole timeout.
+// StopContainer stops a container: it exits 0 at once; a "hang" container
+// is killed (137) after the whole timeout; a scripted one exits with its
+// TermExitCode after its TermDelay, or is killed at the timeout when that
+// is shorter. While it waits, the lock is released, and a container that
+// exits by itself meanwhile keeps its own exit.
 func (r *runtimeService) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
 	s := r.s
 	s.mu.Lock()
@@ -367,22 +387,44 @@ func (r *runtimeService) StopContainer(ctx context.Context, req *runtimeapi.Stop
 		s.mu.Unlock()
 		return &runtimeapi.StopContainerResponse{}, nil
 	}
-	mode, _ := behaviour(c.config)
-	if mode != "hang" || c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
-		s.exitLocked(c, 0, "Completed", "")
+	wait, code, reason, message := c.termination(time.Duration(req.GetTimeout()) * time.Second)
+	if wait <= 0 {
+		s.exitLocked(c, code, reason, message)
 		s.mu.Unlock()
 		return &runtimeapi.StopContainerResponse{}, nil
 	}
 	s.mu.Unlock()
-	if err := s.wait(ctx, time.Duration(req.GetTimeout())*time.Second); err != nil {
+	if err := s.wait(ctx, wait); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
-		s.exitLocked(c, 137, "Error", "killed after the grace period")
+		s.exitLocked(c, code, reason, message)
 	}
 	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+// killedMessage is the message of a container killed at the end of its
+// stop timeout.
+const killedMessage = "killed after the grace period"
+
+// termination says how a container that is not exited ends after a stop
+// with the given timeout: how long after the stop, and with what exit.
+func (c *container) termination(timeout time.Duration) (wait time.Duration, code int32, reason, message string) {
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return 0, 0, "Completed", ""
+	}
+	if sc := c.script; sc != nil {
+		if sc.TermDelay > timeout {
+			return timeout, 137, "Error", killedMessage
+		}
+		return sc.TermDelay, sc.TermExitCode, exitReason(sc.TermExitCode), ""
+	}
+	if mode, _ := behaviour(c.config); mode == "hang" {
+		return timeout, 137, "Error", killedMessage
+	}
+	return 0, 0, "Completed", ""
 }
 
 // RemoveContainer removes a container; a running one is killed first (CRI

@@ -43,6 +43,22 @@ type Options struct {
 	Registry []RegistryImage
 	// PullLatency is how long a PullImage takes, on Clock. Default 0.
 	PullLatency time.Duration
+	// Script, when set, is asked at every StartContainer what the
+	// container does, with the sandbox's and the container's configs as
+	// RunPodSandbox and CreateContainer received them (read-only; do not
+	// keep them). ok false: the built-in behaviour of the container's
+	// arguments ("exit N", "hang", run). The answer is kept with the
+	// container for its life: its timed exit and its StopContainer. It is
+	// called with the server's lock held: it must not call the Server.
+	Script func(sandbox *runtimeapi.PodSandboxConfig, container *runtimeapi.ContainerConfig) (s ContainerScript, ok bool)
+	// PullScript, when set, is called at every PullImage with the
+	// reference asked for and the request's sandbox config (may be nil):
+	// the pull then takes delay longer (on Clock, added to PullLatency and
+	// cut short by the request's context with it) and, when err is
+	// not nil, fails with it (a gRPC status error as is; any other error
+	// as codes.Unknown with its message) without adding the image. Called
+	// with no lock held; it may be called concurrently.
+	PullScript func(image string, sandbox *runtimeapi.PodSandboxConfig) (delay time.Duration, err error)
 	// NetworkReady is the NetworkReady condition Status reports. Default
 	// false, like a runtime without CNI (pods use the node network).
 	NetworkReady bool
@@ -123,6 +139,14 @@ type Server struct {
 	images        map[string]*image // by ID
 	stopTimes     map[string]int64  // container ID → timeout of its last StopContainer
 	exec          ExecFunc          // SetExec's, or nil: builtinExec
+	// Timed exits of scripted containers (script.go): the queue, and the
+	// scheduler goroutine's timer and stop channel while it runs.
+	exitQueue exitQueue
+	exitSeq   uint64
+	exitTimer clock.Timer
+	exitStop  chan struct{}
+	// exitsDone counts the scheduler goroutines, for Stop to wait for.
+	exitsDone sync.WaitGroup
 
 	// stream is the streaming server of Exec, Attach and PortForward
 	// (streaming.go); it guards itself.
@@ -272,13 +296,16 @@ func (s *Server) IsUp() bool {
 	return s.up
 }
 
-// Stop stops serving for good and waits for the serving goroutine.
+// Stop stops serving for good and waits for the serving goroutine. Pending
+// timed exits (Options.Script) are dropped: the containers stay as they are.
 func (s *Server) Stop() {
 	s.Down()
 	s.stopStreaming()
 	s.mu.Lock()
 	s.stopped = true
+	s.stopExitsLocked()
 	s.mu.Unlock()
+	s.exitsDone.Wait()
 }
 
 // now returns the clock's time in CRI form (Unix nanoseconds).

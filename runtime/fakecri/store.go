@@ -85,6 +85,7 @@ func (s *Server) addContainerLocked(sb *sandbox, c *container) {
 }
 
 func (s *Server) removeContainerLocked(c *container) {
+	s.cancelExitLocked(c)
 	delete(s.containers, c.id)
 	if sb := s.sandboxes[c.sandboxID]; sb != nil {
 		delete(sb.containers, c.id)

@@ -35,7 +35,8 @@
 // (kubectl logs and exec reach nothing) and runs no eviction manager nor
 // graceful node shutdown unless Options.Agent turns them on. Each node's
 // pod files (emptyDirs, configMap, secret and token volumes, container
-// logs) are under Options.Root.
+// logs) are under Options.Root, in memory by default (/dev/shm), so that
+// secret and token volumes need no tmpfs mount each.
 //
 // # Lifecycle
 //

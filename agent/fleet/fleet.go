@@ -52,10 +52,14 @@ type Options struct {
 	// the nodes (a cluster admin's): each node talks as the user
 	// system:node:NAME in the group system:nodes, so that the Node
 	// authorizer and NodeRestriction treat it as a kubelet. The nodes
-	// share its connections; each has its own rate limit (QPS, Burst).
+	// share its connections; each has its own rate limit (QPS, Burst), and
+	// another for its events.
 	Config *rest.Config
-	// Client, when set, gives each node its client instead (for nodes
-	// with credentials of their own, or a fake clientset in tests).
+	// Client, when set, gives each node its clients instead (for nodes
+	// with credentials of their own, or a fake clientset in tests). It is
+	// called twice at each start of a node: for its API requests and for
+	// its events, which the kubelet sends with a client (a rate limit) of
+	// their own.
 	Client func(name string) (kubernetes.Interface, error)
 	// QPS and Burst limit each node's API requests (with Config). Defaults
 	// DefaultQPS and DefaultBurst.
@@ -75,9 +79,12 @@ type Options struct {
 	Taints []v1.Taint
 
 	// Root is the folder under which each node keeps its pods' files
-	// (emptyDirs, configMap and secret volumes, container logs), in
-	// Root/NAME. Default: a new folder in os.TempDir(), removed by Run
-	// when it returns.
+	// (emptyDirs, configMap, secret and token volumes, container logs), in
+	// Root/NAME. On a tmpfs, secret and projected volumes are plain
+	// folders; elsewhere, when the process may mount, each is a tmpfs
+	// mounted for it, as the kubelet's, which costs a mount per pod.
+	// Default: a new folder in /dev/shm when it is a tmpfs, else in
+	// os.TempDir(), removed by Run when it returns.
 	Root string
 	// Agent, when set, adjusts each node's agent options before the agent
 	// is made (intervals, eviction, graceful shutdown, ...). The fleet's
@@ -190,7 +197,11 @@ func (f *Fleet) Run(ctx context.Context) error {
 	}
 	f.ran = true
 	if f.opts.Root == "" {
-		root, err := os.MkdirTemp("", "podlife-fleet-")
+		parent := ""
+		if memoryBacked(shm) {
+			parent = shm
+		}
+		root, err := os.MkdirTemp(parent, "podlife-fleet-")
 		if err != nil {
 			f.mu.Unlock()
 			return fmt.Errorf("fleet: %w", err)
@@ -305,6 +316,9 @@ func (c *runCounter) next(key string) int {
 	c.n[key] = n + 1
 	return n
 }
+
+// shm is where the default Root goes when it is a tmpfs.
+const shm = "/dev/shm"
 
 // nodeDir is the folder of node name's files.
 func (f *Fleet) nodeDir(name string) string { return filepath.Join(f.opts.Root, name) }

@@ -224,14 +224,21 @@ func (n *Node) newAgentLocked() (*agent.Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
+	// Events get a client of their own, as the kubelet's do, so that they
+	// never use the share of the pods' and the Node's requests.
+	eventClient, err := f.client(n.name)
+	if err != nil {
+		return nil, fmt.Errorf("event client: %w", err)
+	}
 	srv := n.srv
 	o := agent.Options{
 		Runtime:  n.rt,
 		NodeName: n.name,
 		Cluster: &agent.Cluster{
-			Client: client,
-			Labels: f.opts.Labels,
-			Taints: f.opts.Taints,
+			Client:      client,
+			EventClient: eventClient,
+			Labels:      f.opts.Labels,
+			Taints:      f.opts.Taints,
 			Node: node.Options{
 				Capacity: f.opts.Capacity,
 				Addresses: []v1.NodeAddress{

@@ -225,10 +225,17 @@ func (s *Server) DialContext(ctx context.Context, _ string) (net.Conn, error) {
 	return buf.DialContext(ctx)
 }
 
+// inMemoryBuffer is the buffer of each direction of an in-memory
+// connection (bufconn allocates it whole): a writer waits while it is
+// full, so its size bounds memory, not the size of a message. 64 KiB, as
+// HTTP/2's initial window, keeps a fleet of servers small (1 MiB each
+// was 2 MiB per client).
+const inMemoryBuffer = 64 << 10
+
 func (s *Server) listenLocked() error {
 	var lis net.Listener
 	if s.inMemory {
-		s.buf = bufconn.Listen(1 << 20)
+		s.buf = bufconn.Listen(inMemoryBuffer)
 		lis = s.buf
 	} else {
 		if fi, err := os.Lstat(s.socketPath); err == nil && fi.Mode()&os.ModeSocket != 0 {

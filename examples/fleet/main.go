@@ -21,6 +21,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -49,6 +52,7 @@ type config struct {
 	qps        float32
 	burst      int
 	root       string
+	pprof      string
 	verbosity  int
 }
 
@@ -68,6 +72,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	qps := fs.Float64("kube-api-qps", fleet.DefaultQPS, "each node's API requests per second")
 	fs.IntVar(&c.burst, "kube-api-burst", fleet.DefaultBurst, "each node's API request burst")
 	fs.StringVar(&c.root, "root-dir", "", "folder of the nodes' pod files (default: a temporary folder, removed at exit)")
+	fs.StringVar(&c.pprof, "pprof-address", "", "serve Go's profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060 (default: none)")
 	fs.IntVar(&c.verbosity, "v", 0, "log verbosity")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -191,6 +196,13 @@ func serve(ctx context.Context, c config, stdout io.Writer, log logr.Logger) err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if c.pprof != "" {
+		stop, err := servePprof(ctx, c.pprof)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() { done <- f.Run(ctx) }()
@@ -236,4 +248,21 @@ func nodeReady(n *v1.Node) bool {
 		}
 	}
 	return false
+}
+
+// servePprof serves Go's profiles on addr until stop.
+func servePprof(ctx context.Context, addr string) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-address: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, BaseContext: func(net.Listener) context.Context { return ctx }, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close(); <-done }, nil
 }

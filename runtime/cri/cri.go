@@ -30,6 +30,9 @@ type Runtime struct {
 	pullBackOff *backOff
 	// janitor deletes the folders of removed pods (trash.go).
 	janitor *janitor
+	// termMsgs keeps the termination messages of exited containers
+	// (termination.go).
+	termMsgs termMessages
 	// recorder receives events (SetRecorder); nil: none.
 	recorder atomic.Pointer[recorderBox]
 	// startedGate is the startup-probe gate of sidecars; nil: none.

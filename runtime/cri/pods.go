@@ -35,6 +35,13 @@ func (r *Runtime) listPods(ctx context.Context, sbFilter *runtimeapi.PodSandboxF
 	if err != nil {
 		return nil, err
 	}
+	if cFilter.GetState() == nil && cFilter.GetLabelSelector() == nil && cFilter.GetId() == "" && cFilter.GetPodSandboxId() == "" && r.termMsgs.due() {
+		present := make(map[string]bool, len(containers))
+		for _, c := range containers {
+			present[c.GetId()] = true
+		}
+		r.termMsgs.prune(present)
+	}
 	rtName := r.name(ctx)
 	ts := r.opts.Clock.Now()
 	pods := map[types.UID]*runtime.Pod{}
@@ -152,7 +159,7 @@ func (r *Runtime) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 		}
 		if err == nil && resp.GetStatus() != nil {
 			cs := toContainerStatus(rtName, resp.GetStatus())
-			terminationMessage(cs, resp.GetStatus())
+			r.terminationMessage(cs, resp.GetStatus())
 			status.ContainerStatuses = append(status.ContainerStatuses, cs)
 		}
 	}

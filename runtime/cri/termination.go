@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -103,7 +104,8 @@ func (r *Runtime) containerFiles(pod *v1.Pod, c *v1.Container, restartCount int,
 // kubelet does: a reason when the runtime gave none (Completed for exit
 // code 0, Error otherwise; OOMKilled and others come from the runtime),
 // and the termination message, after the runtime's own message and ": ".
-func terminationMessage(cs *runtime.ContainerStatus, s *runtimeapi.ContainerStatus) {
+// The message is read once per container (termMessages).
+func (r *Runtime) terminationMessage(cs *runtime.ContainerStatus, s *runtimeapi.ContainerStatus) {
 	if cs.State != runtime.ContainerStateExited {
 		return
 	}
@@ -113,6 +115,24 @@ func terminationMessage(cs *runtime.ContainerStatus, s *runtimeapi.ContainerStat
 			cs.Reason = "Error"
 		}
 	}
+	msg, ok := r.termMsgs.get(s.GetId())
+	if !ok {
+		msg = terminationText(cs, s)
+		r.termMsgs.put(s.GetId(), msg)
+	}
+	if msg == "" {
+		return
+	}
+	if cs.Message != "" {
+		cs.Message += ": "
+	}
+	cs.Message += msg
+}
+
+// terminationText is the termination message of an exited container: its
+// terminationMessagePath's file, or with FallbackToLogsOnError the end of
+// its log when the file is empty and it failed.
+func terminationText(cs *runtime.ContainerStatus, s *runtimeapi.ContainerStatus) string {
 	a := s.GetAnnotations()
 	fallback := a[AnnotationTerminationMessagePolicy] == string(v1.TerminationMessageFallbackToLogsOnError) &&
 		cs.ExitCode != 0 && cs.Reason != "ContainerCannotRun"
@@ -130,13 +150,67 @@ func terminationMessage(cs *runtime.ContainerStatus, s *runtimeapi.ContainerStat
 	if checkLogs && s.GetLogPath() != "" {
 		msg = tailLog(s.GetLogPath())
 	}
-	if msg == "" {
+	return msg
+}
+
+// termMessages keeps the termination messages of exited containers by
+// container ID. An exited container writes nothing more, so its file and
+// log are read once, not at every status of its pod (a file opened per
+// exited container per status was 10 s of a 100,000-pod drain's 400 s of
+// CPU). A full listing of the runtime's containers (listPods) forgets the
+// containers that are gone, once the cache has doubled since the last time.
+type termMessages struct {
+	mu      sync.Mutex
+	m       map[string]string
+	pruneAt int
+}
+
+// minPrune is the size from which termMessages is pruned.
+const minPrune = 1024
+
+func (t *termMessages) get(id string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	msg, ok := t.m[id]
+	return msg, ok
+}
+
+func (t *termMessages) put(id, msg string) {
+	if id == "" {
 		return
 	}
-	if cs.Message != "" {
-		cs.Message += ": "
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string]string{}
 	}
-	cs.Message += msg
+	t.m[id] = msg
+}
+
+// due reports whether the cache has grown enough to be pruned.
+func (t *termMessages) due() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m) >= max(minPrune, t.pruneAt)
+}
+
+// prune forgets every container not in present (a full listing).
+func (t *termMessages) prune(present map[string]bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id := range t.m {
+		if !present[id] {
+			delete(t.m, id)
+		}
+	}
+	t.pruneAt = 2 * len(t.m)
+}
+
+// size is how many messages are kept (tests).
+func (t *termMessages) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
 }
 
 // readTail reads at most the last n bytes of a file.

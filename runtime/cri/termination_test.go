@@ -72,6 +72,21 @@ func TestTerminationMessageFromFile(t *testing.T) {
 	if cs := exitedStatus(t, rt, pod, "long"); len(cs.Message) != 4096 || !strings.HasSuffix(cs.Message, "END") {
 		t.Errorf("long message: %d bytes ending %q, want the last 4096", len(cs.Message), cs.Message[max(0, len(cs.Message)-10):])
 	}
+	// An exited container's message is read once: a file changed (or
+	// gone) afterwards changes nothing, as the container can no longer
+	// write it.
+	if err := os.WriteFile(termFile(t, root, pod, "default"), []byte("rewritten"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(termFile(t, root, pod, "custom")); err != nil {
+		t.Fatal(err)
+	}
+	if cs := exitedStatus(t, rt, pod, "default"); cs.Message != "bad config" {
+		t.Errorf("default path read again: message %q, want \"bad config\"", cs.Message)
+	}
+	if cs := exitedStatus(t, rt, pod, "custom"); cs.Message != "all done" {
+		t.Errorf("custom path read again: message %q, want \"all done\"", cs.Message)
+	}
 	if err := rt.KillPod(ctxT(t), pod, nil, nil); err != nil {
 		t.Fatal(err)
 	}

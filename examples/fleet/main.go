@@ -9,6 +9,10 @@
 //	    --prefix edge- --cpu 4 --memory 8Gi --pods 30 \
 //	    --labels topology.kubernetes.io/zone=a,tier=edge --taints dedicated=edge:NoSchedule
 //
+// --kube-api-qps and --kube-api-burst (50 and 100) limit each node's API
+// requests, --event-qps and --event-burst (50 and 100) its events, as the
+// kubelet's flags of those names.
+//
 // The kubeconfig's user must be allowed to impersonate the nodes (a
 // cluster admin is): each node talks as system:node:NAME, a kubelet's
 // rights. The command prints when every node is Ready, then runs until
@@ -38,6 +42,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/agent/events"
 	"github.com/podlife/podlife/agent/fleet"
 )
 
@@ -51,6 +57,8 @@ type config struct {
 	taints     []v1.Taint
 	qps        float32
 	burst      int
+	eventQPS   float32
+	eventBurst int
 	root       string
 	pprof      string
 	verbosity  int
@@ -71,6 +79,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	taints := fs.String("taints", "", "taints of every Node, KEY[=VALUE]:EFFECT,...")
 	qps := fs.Float64("kube-api-qps", fleet.DefaultQPS, "each node's API requests per second")
 	fs.IntVar(&c.burst, "kube-api-burst", fleet.DefaultBurst, "each node's API request burst")
+	eventQPS := fs.Float64("event-qps", events.DefaultQPS, "each node's events per second, the kubelet's --event-qps (events over it are dropped)")
+	fs.IntVar(&c.eventBurst, "event-burst", events.DefaultBurst, "each node's event burst, the kubelet's --event-burst")
 	fs.StringVar(&c.root, "root-dir", "", "folder of the nodes' pod files (default: a temporary folder, removed at exit)")
 	fs.StringVar(&c.pprof, "pprof-address", "", "serve Go's profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060 (default: none)")
 	fs.IntVar(&c.verbosity, "v", 0, "log verbosity")
@@ -83,7 +93,10 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	if c.kubeconfig == "" {
 		return c, errors.New("--kubeconfig is required")
 	}
-	c.qps = float32(*qps)
+	c.qps, c.eventQPS = float32(*qps), float32(*eventQPS)
+	if c.eventQPS <= 0 || c.eventBurst <= 0 {
+		return c, errors.New("--event-qps and --event-burst must be positive")
+	}
 	for name, v := range map[v1.ResourceName]string{v1.ResourceCPU: *cpu, v1.ResourceMemory: *memory, v1.ResourcePods: *pods, v1.ResourceEphemeralStorage: *storage} {
 		if v == "" {
 			continue
@@ -186,6 +199,9 @@ func serve(ctx context.Context, c config, stdout io.Writer, log logr.Logger) err
 		Config: cfg, QPS: c.qps, Burst: c.burst,
 		Nodes: c.nodes, NamePrefix: c.prefix, Capacity: c.capacity, Labels: c.labels, Taints: c.taints,
 		Root: c.root, Logger: log,
+		Agent: func(_ string, o *agent.Options) {
+			o.Cluster.Events.QPS, o.Cluster.Events.Burst = c.eventQPS, c.eventBurst
+		},
 	})
 	if err != nil {
 		return err

@@ -21,14 +21,15 @@ import (
 func TestParse(t *testing.T) {
 	var stderr bytes.Buffer
 	c, err := parse([]string{"--kubeconfig", "k", "--nodes", "3", "--prefix", "edge-", "--cpu", "4", "--memory", "8Gi",
-		"--pods", "30", "--labels", "zone=a,tier=edge", "--taints", "dedicated=edge:NoSchedule,gpu:NoExecute"}, &stderr)
+		"--pods", "30", "--labels", "zone=a,tier=edge", "--taints", "dedicated=edge:NoSchedule,gpu:NoExecute",
+		"--event-qps", "5", "--event-burst", "10"}, &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.nodes != 3 || c.prefix != "edge-" || c.capacity.Cpu().String() != "4" || c.capacity.Memory().String() != "8Gi" ||
 		c.capacity.Pods().String() != "30" || c.labels["zone"] != "a" || c.labels["tier"] != "edge" || len(c.taints) != 2 ||
 		c.taints[0] != (v1.Taint{Key: "dedicated", Value: "edge", Effect: v1.TaintEffectNoSchedule}) ||
-		c.taints[1] != (v1.Taint{Key: "gpu", Effect: v1.TaintEffectNoExecute}) {
+		c.taints[1] != (v1.Taint{Key: "gpu", Effect: v1.TaintEffectNoExecute}) || c.eventQPS != 5 || c.eventBurst != 10 {
 		t.Fatalf("parsed %+v", c)
 	}
 	for _, tc := range []struct {
@@ -40,6 +41,7 @@ func TestParse(t *testing.T) {
 		{[]string{"--kubeconfig", "k", "--labels", "zone"}, `--labels: "zone": want KEY=VALUE`},
 		{[]string{"--kubeconfig", "k", "--taints", "a=b:Sometimes"}, `EFFECT one of`},
 		{[]string{"--kubeconfig", "k", "extra"}, `unexpected arguments`},
+		{[]string{"--kubeconfig", "k", "--event-qps", "0"}, `must be positive`},
 	} {
 		if _, err := parse(tc.args, &stderr); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parse(%q): %v, want an error with %q", tc.args, err, tc.want)

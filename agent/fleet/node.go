@@ -48,9 +48,11 @@ type Node struct {
 	mu     sync.Mutex
 	srv    *fakecri.Server // nil before the first start and after a kill
 	rt     *cri.Runtime
-	agent  *agent.Agent // the running agent; nil when stopped
+	agent  *agent.Agent // the agent started last; nil when stopped
 	cancel context.CancelFunc
 	done   chan error
+	// exited is set when the agent's Run returned by itself (an error).
+	exited *atomic.Bool
 
 	pullMu  sync.Mutex
 	pulls   map[string]int // pulls by pod UID and image, for PullFailures
@@ -71,7 +73,7 @@ func (n *Node) Name() string { return n.name }
 // node's network).
 func (n *Node) IP() string { return n.ip }
 
-// Agent is the node's running agent, nil while the node is stopped.
+// Agent is the node's agent, nil while the node is stopped.
 func (n *Node) Agent() *agent.Agent {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -86,8 +88,13 @@ func (n *Node) Runtime() *fakecri.Server {
 	return n.srv
 }
 
-// Running tells whether the node's agent runs.
-func (n *Node) Running() bool { return n.Agent() != nil }
+// Running tells whether the node's agent runs: it was started, was not
+// stopped and did not fail (its error is logged, and Stop returns it).
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.agent != nil && !n.exited.Load()
+}
 
 // Start starts the node's agent (again), on its runtime as the last agent
 // left it, or on a new, empty one after a Kill. It fails when the node
@@ -113,14 +120,15 @@ func (n *Node) Start() error {
 		return fmt.Errorf("fleet: node %s: %w", n.name, err)
 	}
 	actx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	n.agent, n.cancel, n.done = a, cancel, done
+	done, exited := make(chan error, 1), new(atomic.Bool)
+	n.agent, n.cancel, n.done, n.exited = a, cancel, done, exited
 	go func() {
 		defer n.f.wg.Done()
 		err := a.Run(actx)
 		if err != nil {
-			n.f.log.Error(err, "agent stopped", "node", n.name)
+			n.f.log.Error(err, "agent failed", "node", n.name)
 		}
+		exited.Store(actx.Err() == nil)
 		done <- err
 	}()
 	return nil
@@ -154,7 +162,7 @@ func (n *Node) stop(kill bool) error {
 		if err = <-n.done; errors.Is(err, context.Canceled) {
 			err = nil
 		}
-		n.agent, n.cancel, n.done = nil, nil, nil
+		n.agent, n.cancel, n.done, n.exited = nil, nil, nil, nil
 	}
 	if kill {
 		n.closeRuntimeLocked()

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 
 	"github.com/podlife/podlife/agent"
 	"github.com/podlife/podlife/agent/fleet"
@@ -31,8 +32,14 @@ import (
 // node), until the test ends; it waits for every node to be Ready.
 func startFleet(t *testing.T, api *apitest.API, prefix, value string, n int) *fleet.Fleet {
 	t.Helper()
+	return startFleetWith(t, api, api.AdminConfig, prefix, value, n)
+}
+
+// startFleetWith is startFleet through cfg (the admin's, through a proxy).
+func startFleetWith(t *testing.T, api *apitest.API, cfg *rest.Config, prefix, value string, n int) *fleet.Fleet {
+	t.Helper()
 	f, err := fleet.New(fleet.Options{
-		Config:     api.AdminConfig,
+		Config:     cfg,
 		Nodes:      n,
 		NamePrefix: prefix,
 		Labels:     map[string]string{selectorLabel: value},
@@ -429,4 +436,52 @@ func TestFleetKilledNodePodsMoveToOthers(t *testing.T) {
 		return len(left) == 0, fmt.Errorf("on %s: %v (were %v)", lost, left, lostPods)
 	})
 	waitReady(t, api, lost, 60*time.Second)
+}
+
+// A fleet whose API server goes away for 20 s recovers without a restart:
+// the pods scheduled onto its nodes meanwhile run once it is back, every
+// node renews its Lease again and stays Ready.
+func TestFleetRecoversAfterAPIOutage(t *testing.T) {
+	t.Parallel()
+	api := apitest.New(t)
+	ns := api.Namespace(t)
+	value := "fleet-outage-" + strings.ToLower(rand.String(5))
+	proxy := apitest.NewProxy(t, api.AdminConfig)
+	f := startFleetWith(t, api, proxy.Config(api.AdminConfig), value+"-", value, 3)
+	ctx := context.Background()
+
+	proxy.Down()
+	down := time.Now()
+	if _, err := api.Admin.AppsV1().Deployments(ns).Create(ctx, deployment("during", value, 6), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// 20 s: shorter than the node lifecycle controller's 40 s grace, so
+	// the nodes stay Ready and the scheduler keeps binding to them.
+	api.Eventually(t, 30*time.Second, "6 pods bound to the fleet while its API is away", func() (bool, error) {
+		bound := 0
+		for _, p := range pods(t, api, ns, "during") {
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		return bound == 6 && time.Since(down) >= 20*time.Second, fmt.Errorf("%d bound", bound)
+	})
+	if err := proxy.Up(); err != nil {
+		t.Fatal(err)
+	}
+	up := time.Now()
+	api.Eventually(t, 90*time.Second, "the 6 pods Running and Ready", func() (bool, error) {
+		_, total := runningByNode(t, api, ns, "during")
+		return total == 6, fmt.Errorf("%d ready", total)
+	})
+	for _, name := range f.Names() {
+		api.Eventually(t, 30*time.Second, "node "+name+" renewed its Lease after the outage", func() (bool, error) {
+			renewed, err := leaseRenewTime(api, name)
+			return err == nil && renewed.After(up.Add(-time.Second)), err
+		})
+		waitReady(t, api, name, 10*time.Second)
+		if !f.Node(name).Running() {
+			t.Errorf("node %s stopped", name)
+		}
+	}
 }

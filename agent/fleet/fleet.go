@@ -98,8 +98,9 @@ type Options struct {
 	// Clock drives every timer of every node and of their runtimes.
 	// Default: the real clock.
 	Clock clock.WithTicker
-	// Registerer receives every node's metrics, with a "node" label.
-	// Default nil: no metrics.
+	// Registerer receives every node's metrics, with a "node" label; a
+	// node started again replaces the metrics of its previous agent (and,
+	// after a Kill, runtime). Default nil: no metrics.
 	Registerer prometheus.Registerer
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,10 +47,10 @@ type testFleet struct {
 	done    chan error
 }
 
-func newFleet(t *testing.T, nodes int) *testFleet {
+func newFleet(t *testing.T, nodes int, mutate ...func(*fleet.Options)) *testFleet {
 	t.Helper()
 	tf := &testFleet{clients: map[string]*fake.Clientset{}, events: record.NewFakeRecorder(1000)}
-	f, err := fleet.New(fleet.Options{
+	opts := fleet.Options{
 		Nodes: nodes,
 		Client: func(name string) (kubernetes.Interface, error) {
 			tf.mu.Lock()
@@ -66,7 +67,11 @@ func newFleet(t *testing.T, nodes int) *testFleet {
 			o.HousekeepingInterval = 100 * time.Millisecond
 			o.RelistInterval = 100 * time.Millisecond
 		},
-	})
+	}
+	for _, m := range mutate {
+		m(&opts)
+	}
+	f, err := fleet.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,3 +308,42 @@ func TestStopKillStartAndNoGoroutineLeft(t *testing.T) {
 }
 
 func intOrString(port int32) intstr.IntOrString { return intstr.FromInt32(port) }
+
+// With a Registerer, every node's metrics carry its name, and a node that
+// restarts, or is killed and started again, takes over its metrics
+// instead of failing to register them a second time.
+func TestMetricsSurviveRestarts(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	tf := newFleet(t, 2, func(o *fleet.Options) { o.Registerer = reg })
+	tf.run(t)
+	n := tf.Node(tf.Names()[0])
+	if err := n.Restart(); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		t.Fatalf("start after a kill: %v", err)
+	}
+	if !n.Running() {
+		t.Fatal("not running after the start")
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[string]bool{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "node" {
+					nodes[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	if len(mfs) == 0 || !nodes[tf.Names()[0]] || !nodes[tf.Names()[1]] {
+		t.Fatalf("%d metric families, node labels %v", len(mfs), nodes)
+	}
+}

@@ -200,7 +200,7 @@ func (n *Node) newAgentLocked() (*agent.Agent, error) {
 	log := f.log.WithValues("node", n.name)
 	var reg prometheus.Registerer
 	if f.opts.Registerer != nil {
-		reg = prometheus.WrapRegistererWith(prometheus.Labels{"node": n.name}, f.opts.Registerer)
+		reg = replacing{prometheus.WrapRegistererWith(prometheus.Labels{"node": n.name}, f.opts.Registerer)}
 	}
 	if n.srv == nil {
 		srv := fakecri.New(fakecri.Options{
@@ -290,6 +290,31 @@ func (n *Node) newAgentLocked() (*agent.Agent, error) {
 type instance struct {
 	a   *agent.Agent
 	rec record.EventRecorder // nil: no events
+}
+
+// replacing registers a collector in place of the one registered before
+// with the same descriptors: a restarted node's new agent (or a killed
+// node's new runtime) takes over the metrics of the one before, instead
+// of failing to register them again.
+type replacing struct{ prometheus.Registerer }
+
+func (r replacing) Register(c prometheus.Collector) error {
+	err := r.Registerer.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) && r.Registerer.Unregister(are.ExistingCollector) {
+		return r.Registerer.Register(c)
+	}
+	return err
+}
+
+// MustRegister registers cs, and panics on an error, as every
+// Registerer's MustRegister does.
+func (r replacing) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
 }
 
 // pod returns the pod of the node's current agent with this UID.

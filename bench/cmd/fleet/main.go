@@ -54,9 +54,6 @@ import (
 
 type size struct{ nodes, pods int }
 
-// watcher is the admin client the harness watches pods with.
-var watcher kubernetes.Interface
-
 type config struct {
 	apiDir         string
 	engines        []string
@@ -151,7 +148,8 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	// HTTP/2 connection, they fall behind and the API server ends them.
 	watchCfg := rest.CopyConfig(adminCfg)
 	watchCfg.NextProtos = []string{"http/1.1"}
-	if watcher, err = kubernetes.NewForConfig(watchCfg); err != nil {
+	watcher, err := kubernetes.NewForConfig(watchCfg)
+	if err != nil {
 		return err
 	}
 	if c.logDir == "" {
@@ -174,7 +172,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			if ctx.Err() != nil {
 				break
 			}
-			r := runOne(ctx, c, eng, s, admin, adminCfg.Host)
+			r := runOne(ctx, c, eng, s, admin, watcher)
 			if r.err != nil {
 				logf("%s %dx%d: %v", eng, s.nodes, s.pods, r.err)
 			}
@@ -186,7 +184,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	return nil
 }
 
-func runOne(ctx context.Context, c config, eng string, s size, admin kubernetes.Interface, _ string) (r result) {
+// runOne runs engine eng at size s; watcher is the client that follows the
+// pods (a connection of its own).
+func runOne(ctx context.Context, c config, eng string, s size, admin, watcher kubernetes.Interface) (r result) {
 	r = result{engine: eng, nodes: s.nodes, pods: s.pods}
 	if eng == "kubemark" && s.nodes > c.kubemarkMax {
 		r.pods = s.pods * c.kubemarkMax / s.nodes
@@ -312,7 +312,7 @@ func runOne(ctx context.Context, c config, eng string, s size, admin kubernetes.
 	}
 	tctx, stopTracking := context.WithCancel(ctx)
 	defer stopTracking()
-	tracker, err := trackPods(tctx, ns)
+	tracker, err := trackPods(tctx, watcher, ns)
 	if err != nil {
 		r.err = err
 		return r
@@ -469,7 +469,7 @@ type podTracker struct {
 	changed chan struct{}            // capacity 1: something changed
 }
 
-func trackPods(ctx context.Context, ns string) (*podTracker, error) {
+func trackPods(ctx context.Context, watcher kubernetes.Interface, ns string) (*podTracker, error) {
 	t := &podTracker{created: map[string]time.Time{}, running: map[string]time.Duration{}, present: map[string]bool{}, changed: make(chan struct{}, 1)}
 	factory := informers.NewSharedInformerFactoryWithOptions(watcher, 0, informers.WithNamespace(ns))
 	inf := factory.Core().V1().Pods().Informer()

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -222,13 +221,4 @@ func probeResult(steps []ProbeStep, elapsed time.Duration) string {
 		r = st.Result
 	}
 	return r
-}
-
-// compact returns v as one line of JSON, for messages.
-func compact(v string) string {
-	var b bytes.Buffer
-	if json.Compact(&b, []byte(v)) != nil {
-		return v
-	}
-	return b.String()
 }

@@ -103,7 +103,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		}
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
-			return c, fmt.Errorf("--%s %q: %w", flagOf(name), v, err)
+			return c, fmt.Errorf("--%s %q: %w", name, v, err)
 		}
 		c.capacity[name] = q
 	}
@@ -116,8 +116,6 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	}
 	return c, nil
 }
-
-func flagOf(r v1.ResourceName) string { return string(r) }
 
 // parseLabels reads KEY=VALUE,...
 func parseLabels(s string) (map[string]string, error) {

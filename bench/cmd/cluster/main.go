@@ -444,7 +444,7 @@ func startEngine(ctx context.Context, c config, eng string, proxy *bench.Countin
 			stopNode()
 			return nil, err
 		}
-		stop, pid, err := startProcess(ctx, c, eng, []string{"TMPDIR=" + tmp}, bin, args...)
+		stop, pid, err := startProcess(c, eng, []string{"TMPDIR=" + tmp}, bin, args...)
 		info.pid = pid
 		if err != nil {
 			stopNode()
@@ -464,7 +464,7 @@ func startEngine(ctx context.Context, c config, eng string, proxy *bench.Countin
 		args := append([]string{"--morph=kubelet", "--name=" + c.node, "--kubeconfig=" + kubeconfig,
 			"--kubelet-port=" + strconv.Itoa(port), "--kubelet-read-only-port=0", "--use-host-image-service=false",
 			"--kube-api-qps=50", "--kube-api-burst=100", "--max-pods=1100"}, c.kubemarkArgs...)
-		stop, pid, err := startProcess(ctx, c, eng, []string{"TMPDIR=" + tmp}, c.kubemark, args...)
+		stop, pid, err := startProcess(c, eng, []string{"TMPDIR=" + tmp}, c.kubemark, args...)
 		info.pid = pid
 		return stop, err
 	}
@@ -473,32 +473,14 @@ func startEngine(ctx context.Context, c config, eng string, proxy *bench.Countin
 
 // startProcess starts bin with args and the harness's environment plus
 // env, its output in LOG-DIR/ENGINE.log.
-func startProcess(ctx context.Context, c config, eng string, env []string, bin string, args ...string) (func(), int, error) {
+func startProcess(c config, eng string, env []string, bin string, args ...string) (func(), int, error) {
 	logPath := filepath.Join(c.logDir, eng+".log")
-	f, err := os.Create(logPath)
+	p, err := bench.StartProcess(logPath, env, bin, args...)
 	if err != nil {
 		return nil, 0, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, 0, fmt.Errorf("start %s: %w", bin, err)
-	}
-	logf("%s started (pid %d), log %s", eng, cmd.Process.Pid, logPath)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
-	return func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	}, cmd.Process.Pid, nil
+	logf("%s started (pid %d), log %s", eng, p.Pid, logPath)
+	return func() { p.Stop(15 * time.Second) }, p.Pid, nil
 }
 
 // handMadeNode creates the Node as admin (Ready, 2000 pods) and renews its

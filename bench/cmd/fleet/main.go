@@ -223,11 +223,11 @@ func runOne(ctx context.Context, c config, eng string, s size, admin, watcher ku
 	}
 
 	start := time.Now()
-	var procs []*process
+	var procs []*bench.Process
 	filesIn := "" // a folder on a tmpfs whose files count as the engine's memory
 	defer func() {
 		for _, p := range procs {
-			p.stop()
+			p.Stop(30 * time.Second)
 		}
 	}()
 	switch eng {
@@ -607,43 +607,16 @@ func deleteAndWait(ctx context.Context, c config, admin kubernetes.Interface, t 
 	return time.Since(start), nil
 }
 
-// process is an engine's process.
-type process struct {
-	pid  int
-	stop func()
-}
-
-func startProcess(c config, name string, env []string, bin string, args ...string) (*process, error) {
-	f, err := os.Create(filepath.Join(c.logDir, name+".log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
-	return &process{pid: cmd.Process.Pid, stop: func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	}}, nil
+// startProcess starts an engine's process, its output in LOG-DIR/NAME.log.
+func startProcess(c config, name string, env []string, bin string, args ...string) (*bench.Process, error) {
+	return bench.StartProcess(filepath.Join(c.logDir, name+".log"), env, bin, args...)
 }
 
 // cpuSeconds is the user and system CPU time of the processes so far.
-func cpuSeconds(procs []*process) float64 {
+func cpuSeconds(procs []*bench.Process) float64 {
 	total := 0.0
 	for _, p := range procs {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid))
 		if err != nil {
 			continue
 		}
@@ -662,10 +635,10 @@ func cpuSeconds(procs []*process) float64 {
 }
 
 // rss is the resident memory of the processes, in bytes.
-func rss(procs []*process) int64 {
+func rss(procs []*bench.Process) int64 {
 	var total int64
 	for _, p := range procs {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid))
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid))
 		if err != nil {
 			continue
 		}

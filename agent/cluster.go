@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -74,6 +75,17 @@ type Cluster struct {
 	// provider: pods run with what their spec alone describes, as without
 	// an API server.
 	SkipContainerOptions bool
+	// Services, when set, gives the Services of the containers' service
+	// variables (agent/envvars) in place of the agent's own list and watch
+	// of every Service, so that many agents of one process can share one
+	// watch (agent/fleet does). The caller runs it (an
+	// envvars.WatchingReader's Run) while the agent runs; the agent neither
+	// makes nor runs a watch then. It must hold only what the node may read:
+	// the Node authorizer lets every node list and watch all Services,
+	// unlike pods, its Node, ConfigMaps and Secrets, which the agent still
+	// reads with Client. Default nil: the agent watches the Services with
+	// Client.
+	Services envvars.ServiceReader
 }
 
 // clusterParts are what Options.Cluster adds to an agent.
@@ -84,8 +96,23 @@ type clusterParts struct {
 	// volumes is nil with SkipContainerOptions or a runtime that takes no
 	// container options provider.
 	volumes *volume.Manager
-	// services feeds the service variables; nil when volumes is.
+	// services is the agent's own watch of the Services, which feeds the
+	// service variables; nil when volumes is or with Cluster.Services.
 	services *envvars.WatchingReader
+}
+
+// sharedServices reads ConfigMaps and Secrets with the node's client, and
+// Services from Cluster.Services.
+type sharedServices struct {
+	envvars.ClientReader // ConfigMap and Secret
+	services             envvars.ServiceReader
+}
+
+var _ envvars.Reader = sharedServices{}
+
+// Services implements envvars.Reader.
+func (r sharedServices) Services(ctx context.Context, namespace string) ([]*v1.Service, error) {
+	return r.services.Services(ctx, namespace)
 }
 
 // validateCluster rejects options that cannot go with Options.Cluster.
@@ -270,13 +297,20 @@ func (a *Agent) newContainerOptions() error {
 		return err
 	}
 	// Services from one watch of them all, as the kubelet's lister: no
-	// request per container start.
-	services, err := envvars.NewWatchingReader(c.Client)
-	if err != nil {
-		return err
+	// request per container start. The caller's, when given; else the
+	// agent's own.
+	var reader envvars.Reader
+	if c.Services != nil {
+		reader = sharedServices{envvars.ClientReader{Client: c.Client}, c.Services}
+	} else {
+		services, err := envvars.NewWatchingReader(c.Client)
+		if err != nil {
+			return err
+		}
+		reader, a.cluster.services = services, services
 	}
 	env := envvars.New(envvars.Options{
-		Reader:      services,
+		Reader:      reader,
 		HostIPs:     opts.NodeIPs,
 		Allocatable: vo.Allocatable,
 		Recorder:    opts.Recorder,
@@ -288,7 +322,6 @@ func (a *Agent) newContainerOptions() error {
 		Logger:   opts.Logger.WithName("credentials"),
 	})
 	a.cluster.volumes = mgr
-	a.cluster.services = services
 	setter.SetContainerOptionsProvider(volume.Provider{Volumes: mgr, Env: env, Credentials: creds})
 	return nil
 }

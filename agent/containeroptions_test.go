@@ -6,12 +6,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/podlife/podlife/agent"
 	"github.com/podlife/podlife/agent/envvars"
@@ -144,5 +149,88 @@ func TestClusterResourceFieldRefDefaultsToAllocatable(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(dir, file)); err != nil || string(b) != want {
 			t.Errorf("file %s = %q (%v), want %q", file, b, err, want)
 		}
+	}
+}
+
+// staticServices is an envvars.ServiceReader of fixed Services, by
+// namespace, that counts its calls.
+type staticServices struct {
+	byNamespace map[string][]*v1.Service
+	calls       atomic.Int64
+}
+
+func (s *staticServices) Services(_ context.Context, namespace string) ([]*v1.Service, error) {
+	s.calls.Add(1)
+	return s.byNamespace[namespace], nil
+}
+
+// With Cluster.Services (a watch the caller runs and shares between
+// agents), a container's service variables come from it: the agent neither
+// lists nor watches the Services with its own client, and still reads the
+// ConfigMaps with it.
+func TestClusterSharedServices(t *testing.T) {
+	srv, endpoint := startFakeCRI(t, fakecri.Options{})
+	svc := func(ns, name, ip string, port int32) *v1.Service {
+		return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1.ServiceSpec{ClusterIP: ip, Ports: []v1.ServicePort{{Port: port}}}}
+	}
+	shared := &staticServices{byNamespace: map[string][]*v1.Service{
+		"default": {svc("default", "kubernetes", "10.96.0.1", 443)},
+		"app":     {svc("app", "db", "10.96.0.5", 5432)},
+	}}
+	// The node's own API holds no Service: a variable of one can only come
+	// from the shared reader.
+	client := fake.NewClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "settings"}, Data: map[string]string{"mode": "fast"}})
+	var mu sync.Mutex
+	requests := map[string]int{}
+	client.PrependReactor("*", "services", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		requests[a.GetVerb()]++
+		return false, nil, nil
+	})
+	client.PrependWatchReactor("services", func(k8stesting.Action) (bool, watch.Interface, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		requests["watch"]++
+		return false, nil, nil
+	})
+	ra := startAgentWith(t, endpoint, "", func(o *agent.Options) {
+		o.ManifestPath = ""
+		o.Cluster = &agent.Cluster{Client: client, SkipNode: true, Services: shared, Volumes: volume.Options{Root: t.TempDir()}}
+	})
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web", UID: "uid-web"}, Spec: v1.PodSpec{
+		NodeName: "node1",
+		Containers: []v1.Container{{Name: "main", Image: testImage, Env: []v1.EnvVar{{Name: "MODE", ValueFrom: &v1.EnvVarSource{
+			ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "settings"}, Key: "mode"}}}}}},
+	}}
+	if _, err := client.CoreV1().Pods("app").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, ra, pod.UID)
+	ids := runningContainerIDs(runtimePods(t, ra.rt, false)[pod.UID])
+	if len(ids) != 1 {
+		t.Fatalf("running containers %v, want 1", ids)
+	}
+	cfg, err := srv.ContainerConfig(ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, kv := range cfg.GetEnvs() {
+		env[kv.GetKey()] = string(kv.GetValue())
+	}
+	for name, want := range map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "DB_SERVICE_HOST": "10.96.0.5", "DB_SERVICE_PORT": "5432", "MODE": "fast"} {
+		if env[name] != want {
+			t.Errorf("env %s = %q, want %q", name, env[name], want)
+		}
+	}
+	if shared.calls.Load() == 0 {
+		t.Error("the shared Services were never read")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(requests) != 0 {
+		t.Errorf("requests for Services with the node's client: %v, want none", requests)
 	}
 }

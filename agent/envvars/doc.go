@@ -34,5 +34,8 @@
 // lister), so that service variables cost no request per container; tests
 // use fakes. The Resolver starts no goroutine and keeps no state between
 // calls; a WatchingReader's watch runs in its Run, owned by the caller
-// (the agent runs it with the cluster's other parts).
+// (the agent runs it with the cluster's other parts). Every node may read
+// every Service, so one WatchingReader, as a ServiceReader, can serve the
+// Services of many nodes (agent.Cluster.Services; agent/fleet does so),
+// while each node reads ConfigMaps and Secrets with its own client.
 package envvars

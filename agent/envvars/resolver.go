@@ -24,6 +24,14 @@ type EnvVar = runtime.EnvVar
 type Reader interface {
 	ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
 	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+	ServiceReader
+}
+
+// ServiceReader is the part of a Reader that reads Services. Unlike
+// ConfigMaps and Secrets, which the Node authorizer lets a node read only
+// for its own pods, every node may list all Services, so that one
+// ServiceReader (a WatchingReader) can serve many nodes.
+type ServiceReader interface {
 	// Services lists the Services of a namespace.
 	Services(ctx context.Context, namespace string) ([]*v1.Service, error)
 }

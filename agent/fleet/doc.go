@@ -27,6 +27,13 @@
 // nodes share the config's connections, each with its own rate limit. With
 // Options.Client each node gets a client of its own (its own credentials).
 //
+// The nodes also share one list and watch of the Services, for their
+// containers' service variables (agent.Cluster.Services), made by Run with
+// the first node's client: the Node authorizer lets every node read every
+// Service. Each node still watches its own pods and Node, and reads the
+// ConfigMaps and Secrets of its pods, with its own client, since the Node
+// authorizer restricts those to the node.
+//
 // # What a node is
 //
 // A node's capacity is Options.Capacity (DefaultCapacity by default), its

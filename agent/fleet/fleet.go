@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/agent/envvars"
 )
 
 // Defaults of Options.
@@ -53,13 +54,15 @@ type Options struct {
 	// system:node:NAME in the group system:nodes, so that the Node
 	// authorizer and NodeRestriction treat it as a kubelet. The nodes
 	// share its connections; each has its own rate limit (QPS, Burst), and
-	// another for its events.
+	// another for its events. The nodes' one watch of the Services is the
+	// first node's.
 	Config *rest.Config
 	// Client, when set, gives each node its clients instead (for nodes
 	// with credentials of their own, or a fake clientset in tests). It is
 	// called twice at each start of a node: for its API requests and for
 	// its events, which the kubelet sends with a client (a rate limit) of
-	// their own.
+	// their own; and once by Run, with the first node's name, for the
+	// watch of the Services that every node reads.
 	Client func(name string) (kubernetes.Interface, error)
 	// QPS and Burst limit each node's API requests (with Config). Defaults
 	// DefaultQPS and DefaultBurst.
@@ -153,6 +156,11 @@ type Fleet struct {
 	runCtx context.Context // Run's; nil before Run and after it returned
 	ran    bool
 	wg     sync.WaitGroup // the nodes' agents
+
+	// services is the one watch of the Services that every node's agent
+	// reads (agent.Cluster.Services), made and run by Run with the first
+	// node's client; set with runCtx.
+	services *envvars.WatchingReader
 }
 
 // New returns a fleet of opts.Nodes nodes; Run starts them.
@@ -185,11 +193,11 @@ func (f *Fleet) Names() []string { return slices.Clone(f.names) }
 // Node returns the node called name, or nil.
 func (f *Fleet) Node(name string) *Node { return f.nodes[name] }
 
-// Run starts every node, keeps them running until ctx is done, then stops
-// them and waits for every goroutine of theirs. Nodes stopped or killed
-// meanwhile stay so until Node.Start. It returns an error when a node
-// cannot start (the nodes started are stopped again). Run may be called
-// once.
+// Run starts every node and the watch of the Services they share, keeps
+// them running until ctx is done, then stops them and waits for every
+// goroutine of theirs. Nodes stopped or killed meanwhile stay so until
+// Node.Start. It returns an error when a node cannot start (the nodes
+// started are stopped again). Run may be called once.
 func (f *Fleet) Run(ctx context.Context) error {
 	f.mu.Lock()
 	if f.ran {
@@ -210,13 +218,32 @@ func (f *Fleet) Run(ctx context.Context) error {
 		f.opts.Root = root
 		defer os.RemoveAll(root)
 	}
+	f.mu.Unlock()
+	// The Node authorizer lets any node list and watch every Service: one
+	// watch, with the first node's identity, serves them all, instead of a
+	// list, a watch and a copy of every Service per node.
+	client, err := f.client(f.names[0])
+	if err != nil {
+		return fmt.Errorf("fleet: services client: %w", err)
+	}
+	services, err := envvars.NewWatchingReader(client)
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	f.runCtx = runCtx
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if err := services.Run(runCtx); err != nil {
+			f.log.Error(err, "services watch failed")
+		}
+	}()
+	f.mu.Lock()
+	f.runCtx, f.services = runCtx, services
 	f.mu.Unlock()
 
 	start := f.opts.Clock.Now()
-	var err error
 	for _, name := range f.names {
 		if err = f.nodes[name].Start(); err != nil {
 			break
@@ -238,6 +265,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 		}
 	}
 	f.wg.Wait()
+	<-watched
 	for _, name := range f.names {
 		f.nodes[name].closeRuntime()
 	}

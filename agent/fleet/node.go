@@ -20,6 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podlife/podlife/agent"
+	"github.com/podlife/podlife/agent/envvars"
 	"github.com/podlife/podlife/agent/imagegc"
 	"github.com/podlife/podlife/agent/node"
 	"github.com/podlife/podlife/agent/volume"
@@ -106,7 +107,7 @@ func (n *Node) Start() error {
 		return fmt.Errorf("fleet: node %s runs already", n.name)
 	}
 	n.f.mu.Lock()
-	ctx := n.f.runCtx
+	ctx, services := n.f.runCtx, n.f.services
 	if ctx != nil {
 		n.f.wg.Add(1)
 	}
@@ -114,7 +115,7 @@ func (n *Node) Start() error {
 	if ctx == nil {
 		return fmt.Errorf("fleet: node %s: the fleet does not run", n.name)
 	}
-	a, err := n.newAgentLocked()
+	a, err := n.newAgentLocked(services)
 	if err != nil {
 		n.f.wg.Done()
 		return fmt.Errorf("fleet: node %s: %w", n.name, err)
@@ -194,8 +195,8 @@ func (n *Node) closeRuntimeLocked() {
 }
 
 // newAgentLocked makes the node's runtime when it has none, and a new
-// agent on it.
-func (n *Node) newAgentLocked() (*agent.Agent, error) {
+// agent on it, which reads the fleet's Services.
+func (n *Node) newAgentLocked(services envvars.ServiceReader) (*agent.Agent, error) {
 	f := n.f
 	log := f.log.WithValues("node", n.name)
 	var reg prometheus.Registerer
@@ -245,6 +246,7 @@ func (n *Node) newAgentLocked() (*agent.Agent, error) {
 		Cluster: &agent.Cluster{
 			Client:      client,
 			EventClient: eventClient,
+			Services:    services,
 			Labels:      f.opts.Labels,
 			Taints:      f.opts.Taints,
 			Node: node.Options{

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -15,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -31,7 +35,13 @@ type CountingProxy struct {
 	mu     sync.Mutex
 	by     map[string]int // "VERB resource[/subresource]"
 	failed map[string]int // "VERB resource[/subresource] CODE", codes 400 and above
+	delay  atomic.Int64   // nanoseconds each request waits before it is forwarded
 }
+
+// SetDelay makes each request wait d before it is forwarded (0: none): an
+// API server that has slowed down, as its clients see it. A watch waits
+// once, before it starts.
+func (p *CountingProxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
 // StartCountingProxy starts a proxy that forwards to upstream's host with
 // upstream's credentials. Close stops it.
@@ -56,9 +66,21 @@ func StartCountingProxy(upstream *rest.Config) (*CountingProxy, error) {
 		},
 		Transport:     rt,
 		FlushInterval: -1,
+		// An API server away is counted (502 in Failed), not logged for
+		// each request.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		k := p.count(r)
+		if d := time.Duration(p.delay.Load()); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			}
+		}
 		sw := &statusWriter{ResponseWriter: w}
 		rp.ServeHTTP(sw, r)
 		if sw.code >= 400 {

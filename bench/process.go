@@ -46,3 +46,13 @@ func (p *Process) Stop(grace time.Duration) {
 		<-p.done
 	}
 }
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}

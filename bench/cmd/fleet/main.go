@@ -70,6 +70,11 @@ type config struct {
 	logDir         string
 	fleetExtraArgs []string
 	fleetPprof     string
+	faults         bool
+	faultPods      int
+	faultDelay     time.Duration
+	faultFor       time.Duration
+	faultDown      time.Duration
 }
 
 func main() {
@@ -89,6 +94,11 @@ func main() {
 	flag.IntVar(&c.creators, "creators", 50, "parallel pod creators")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "bound of each phase")
 	flag.DurationVar(&c.settle, "settle", 15*time.Second, "wait before each memory reading")
+	flag.BoolVar(&c.faults, "faults", false, "with the pods running, slow the engine's API down (-fault-delay on each request for -fault-for), then kill the API server and start it again (away -fault-down before it starts again), and report the nodes' Leases and Ready conditions; -fault-pods pods are created at the start of each")
+	flag.IntVar(&c.faultPods, "fault-pods", 100, "pods created at the start of each fault")
+	flag.DurationVar(&c.faultDelay, "fault-delay", 3*time.Second, "what each request waits at the proxy while the API is slow")
+	flag.DurationVar(&c.faultFor, "fault-for", time.Minute, "how long the API is slow")
+	flag.DurationVar(&c.faultDown, "fault-down", 10*time.Second, "how long the killed API server stays away before it starts again (its start adds to that)")
 	flag.StringVar(&c.logDir, "log-dir", "", "engine logs (default: a temporary folder)")
 	flag.Parse()
 	c.fleetExtraArgs = strings.Fields(fleetArgs)
@@ -130,6 +140,7 @@ type result struct {
 	rssIdle, rssPods     int64   // bytes, settled
 	perNode, perPod      float64 // bytes
 	processes            int
+	faults               *faultResult // with -faults
 	err                  error
 }
 
@@ -181,6 +192,10 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 	}
 	printTable(out, results)
+	if c.faults {
+		fmt.Fprintln(out)
+		printFaults(out, results)
+	}
 	return nil
 }
 
@@ -319,7 +334,7 @@ func runOne(ctx context.Context, c config, eng string, s size, admin, watcher ku
 	}
 	reqBefore := proxy.Snapshot()
 	cpuBefore := cpuSeconds(procs)
-	lat, allRunning, err := createAndWait(ctx, c, admin, tracker, ns, names, r.pods)
+	lat, allRunning, err := createAndWait(ctx, c, admin, tracker, ns, names, 0, r.pods)
 	r.allRunning = allRunning
 	if err != nil {
 		r.err = err
@@ -348,15 +363,32 @@ func runOne(ctx context.Context, c config, eng string, s size, admin, watcher ku
 		}
 	}
 
+	pods := r.pods
+	var faultRequests map[string]int // the requests during the faults, not counted per pod
+	if c.faults {
+		before := proxy.Snapshot()
+		fr, created := faults(ctx, c, admin, tracker, proxy, procs, ns, names, r.pods)
+		faultRequests, _ = bench.Diff(before, proxy.Snapshot())
+		r.faults, pods = &fr, pods+created
+	}
+
 	cpuBefore = cpuSeconds(procs)
-	if r.allGone, err = deleteAndWait(ctx, c, admin, tracker, ns, r.pods); err != nil {
+	if r.allGone, err = deleteAndWait(ctx, c, admin, tracker, ns, pods); err != nil {
 		r.err = err
 		return r
 	}
 	r.cpuDelete = cpuSeconds(procs) - cpuBefore
-	_, total := bench.Diff(reqBefore, proxy.Snapshot())
-	r.requestsPerPod = float64(total) / float64(r.pods)
-	logf("%s: all gone in %v; requests %s", eng, r.allGone.Round(time.Millisecond), bench.FormatCounts(func() map[string]int { d, _ := bench.Diff(reqBefore, proxy.Snapshot()); return d }()))
+	requests, _ := bench.Diff(reqBefore, proxy.Snapshot())
+	total := 0
+	for k, n := range requests {
+		requests[k] = n - faultRequests[k]
+		total += requests[k]
+	}
+	r.requestsPerPod = float64(total) / float64(pods)
+	logf("%s: all gone in %v; requests %s", eng, r.allGone.Round(time.Millisecond), bench.FormatCounts(requests))
+	if faultRequests != nil {
+		logf("%s: requests during the faults %s", eng, bench.FormatCounts(faultRequests))
+	}
 	r.perNode = float64(r.rssIdle) / float64(r.nodes)
 	r.perPod = float64(r.rssPods-r.rssIdle) / float64(r.pods)
 	return r
@@ -542,20 +574,25 @@ func (t *podTracker) wait(ctx context.Context, timeout time.Duration, cond func(
 	}
 }
 
-// createAndWait creates n pods bound round robin to nodes and waits until
-// every one was seen Running; it returns each pod's create→Running and the
-// time from the first create to the last Running.
-func createAndWait(ctx context.Context, c config, admin kubernetes.Interface, t *podTracker, ns string, nodes []string, n int) ([]time.Duration, time.Duration, error) {
+// createAndWait creates n pods, p-FROM to p-(FROM+n-1), bound round robin
+// to nodes, and waits until every one was seen Running; it returns each
+// pod's create→Running and the time from the first create to the last
+// Running.
+func createAndWait(ctx context.Context, c config, admin kubernetes.Interface, t *podTracker, ns string, nodes []string, from, n int) ([]time.Duration, time.Duration, error) {
 	start := time.Now()
 	errc := make(chan error, 1)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("p-%06d", from+i)
+	}
 	go func() {
 		grace := int64(30)
 		errc <- parallel(ctx, c.creators, n, func(i int) error {
-			name := fmt.Sprintf("p-%06d", i)
+			name := names[i]
 			p := &v1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "fleetbench"}},
 				Spec: v1.PodSpec{
-					NodeName:                      nodes[i%len(nodes)],
+					NodeName:                      nodes[(from+i)%len(nodes)],
 					TerminationGracePeriodSeconds: &grace,
 					Containers:                    []v1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
 					Tolerations:                   []v1.Toleration{{Operator: v1.TolerationOpExists}},
@@ -572,15 +609,23 @@ func createAndWait(ctx context.Context, c config, admin kubernetes.Interface, t 
 		return nil, 0, fmt.Errorf("create: %w", err)
 	}
 	var got int
-	if !t.wait(ctx, c.timeout, func() bool { got = len(t.running); return got == n }) {
+	if !t.wait(ctx, c.timeout, func() bool {
+		got = 0
+		for _, name := range names {
+			if _, ok := t.running[name]; ok {
+				got++
+			}
+		}
+		return got == n
+	}) {
 		return nil, 0, fmt.Errorf("%d of %d pods Running after %v", got, n, c.timeout)
 	}
 	all := time.Since(start)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	lat := make([]time.Duration, 0, n)
-	for _, d := range t.running {
-		lat = append(lat, d)
+	for _, name := range names {
+		lat = append(lat, t.running[name])
 	}
 	return lat, all, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -35,6 +36,35 @@ func TestOneWriteIsOnePatch(t *testing.T) {
 	h.settle()
 	if n := len(h.requests()); n != 1 {
 		t.Fatalf("requests = %v, want still one", h.requests())
+	}
+}
+
+// The PATCH's answer, kept as the base of the next write, is kept without
+// its managedFields (several KB per pod, never read).
+func TestWrittenPodKeptWithoutManagedFields(t *testing.T) {
+	pod := testPod("a", "uid-a")
+	h := newHarness(t, nil, pod)
+	h.react("patch", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		resp := pod.DeepCopy()
+		resp.ResourceVersion = "7"
+		resp.Status = running("one")
+		resp.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "podlife", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"}}
+		return true, resp, nil
+	})
+	h.run()
+	if err := h.m.SetPodStatus(context.Background(), pod, nil, running("one")); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the PATCH's answer kept", func() bool {
+		h.m.mu.Lock()
+		defer h.m.mu.Unlock()
+		e := h.m.pods[pod.UID]
+		return e != nil && e.lastResponse != nil
+	})
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	if resp := h.m.pods[pod.UID].lastResponse; resp.ResourceVersion != "7" || resp.ManagedFields != nil {
+		t.Fatalf("kept the answer with resourceVersion %q, managedFields %v", resp.ResourceVersion, resp.ManagedFields)
 	}
 }
 

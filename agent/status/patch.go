@@ -41,6 +41,10 @@ func (m *Manager) patch(ctx context.Context, s snapshot, target *v1.Pod, could, 
 		}
 		resp, err := pods.Patch(ctx, target.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
 		if err == nil {
+			// Kept as the base of the next write (Manager.base), for as
+			// long as the pod is known: without its managedFields, the
+			// largest part of its metadata, which no write reads.
+			resp.ManagedFields = nil
 			m.opts.Logger.V(4).Info("pod status written", "pod", podRef(target), "podUID", target.UID, "phase", desired.Phase)
 			return outcome{result: ResultWritten, written: &desired, response: resp}
 		}

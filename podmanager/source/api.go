@@ -113,7 +113,7 @@ func (a *API) Run(ctx context.Context) error {
 			cancel(err)
 		}
 	}
-	store := cache.NewUndeltaStore(push, cache.MetaNamespaceKeyFunc)
+	store := withoutManagedFields{cache.NewUndeltaStore(push, cache.MetaNamespaceKeyFunc)}
 	// The wrapper lets the reflector fall back to list+watch for clients
 	// without streaming-list support (such as the fake clientset).
 	reflector := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, a.opts.Client), &v1.Pod{}, store, cache.ReflectorOptions{
@@ -125,4 +125,36 @@ func (a *API) Run(ctx context.Context) error {
 		return cause
 	}
 	return ctx.Err()
+}
+
+// withoutManagedFields drops each pod's managedFields before it is stored:
+// the agent never reads them, and they are the largest part of a pod's
+// metadata (several KB). The reflector's objects are fresh from the
+// decoder and its own.
+type withoutManagedFields struct{ *cache.UndeltaStore }
+
+func dropManagedFields(obj any) {
+	if pod, ok := obj.(*v1.Pod); ok {
+		pod.ManagedFields = nil
+	}
+}
+
+// Add implements cache.Store.
+func (s withoutManagedFields) Add(obj any) error {
+	dropManagedFields(obj)
+	return s.UndeltaStore.Add(obj)
+}
+
+// Update implements cache.Store.
+func (s withoutManagedFields) Update(obj any) error {
+	dropManagedFields(obj)
+	return s.UndeltaStore.Update(obj)
+}
+
+// Replace implements cache.Store.
+func (s withoutManagedFields) Replace(list []any, resourceVersion string) error {
+	for _, obj := range list {
+		dropManagedFields(obj)
+	}
+	return s.UndeltaStore.Replace(list, resourceVersion)
 }

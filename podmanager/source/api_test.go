@@ -91,6 +91,37 @@ func TestAPISource(t *testing.T) {
 	}
 }
 
+// The pods are passed on without their managedFields (several KB each,
+// never read), whether listed or watched.
+func TestAPISourceDropsManagedFields(t *testing.T) {
+	managed := func(p *v1.Pod) *v1.Pod {
+		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-scheduler", Operation: metav1.ManagedFieldsOperationUpdate,
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:nodeName":{}}}`)}}}
+		return p
+	}
+	cs := fake.NewClientset(managed(boundPod("listed", "1", "node1")))
+	cfg, err := NewConfig(ConfigOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := NewAPI(cfg.Sink(podmanager.APISource), APIOptions{Client: cs, NodeName: "node1", Logger: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newConsumer(t, cfg)
+	runSource(t, src.Run)
+	c.waitNames("listed")
+	if _, err := cs.CoreV1().Pods("default").Create(t.Context(), managed(boundPod("watched", "2", "node1")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitNames("listed", "watched")
+	for _, name := range []string{"listed", "watched"} {
+		if mf := c.byName(name).ManagedFields; mf != nil {
+			t.Errorf("pod %s passed on with managedFields %v", name, mf)
+		}
+	}
+}
+
 func TestNewAPIValidates(t *testing.T) {
 	if _, err := NewAPI(SinkFunc(nil), APIOptions{NodeName: "n"}); err == nil {
 		t.Error("no client: want error")

@@ -39,9 +39,10 @@ func TestOneWriteIsOnePatch(t *testing.T) {
 	}
 }
 
-// The PATCH's answer, kept as the base of the next write, is kept without
-// its managedFields (several KB per pod, never read).
-func TestWrittenPodKeptWithoutManagedFields(t *testing.T) {
+// Of the PATCH's answer, the base of the next write, the manager keeps
+// the metadata and the status, not a second copy of the spec, labels,
+// annotations and managedFields.
+func TestWrittenPodKeptTrimmed(t *testing.T) {
 	pod := testPod("a", "uid-a")
 	h := newHarness(t, nil, pod)
 	h.react("patch", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
@@ -49,6 +50,7 @@ func TestWrittenPodKeptWithoutManagedFields(t *testing.T) {
 		resp.ResourceVersion = "7"
 		resp.Status = running("one")
 		resp.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "podlife", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"}}
+		resp.Labels, resp.Annotations = map[string]string{"app": "a"}, map[string]string{"note": "n"}
 		return true, resp, nil
 	})
 	h.run()
@@ -63,8 +65,12 @@ func TestWrittenPodKeptWithoutManagedFields(t *testing.T) {
 	})
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
-	if resp := h.m.pods[pod.UID].lastResponse; resp.ResourceVersion != "7" || resp.ManagedFields != nil {
-		t.Fatalf("kept the answer with resourceVersion %q, managedFields %v", resp.ResourceVersion, resp.ManagedFields)
+	resp := h.m.pods[pod.UID].lastResponse
+	if resp.ResourceVersion != "7" || resp.UID != pod.UID || resp.Name != pod.Name || resp.Namespace != pod.Namespace || resp.Status.Message != "one" {
+		t.Errorf("kept %s/%s uid %s resourceVersion %q status %+v", resp.Namespace, resp.Name, resp.UID, resp.ResourceVersion, resp.Status)
+	}
+	if resp.ManagedFields != nil || resp.Labels != nil || resp.Annotations != nil || len(resp.Spec.Containers) != 0 {
+		t.Errorf("kept managedFields %v, labels %v, annotations %v, containers %v", resp.ManagedFields, resp.Labels, resp.Annotations, resp.Spec.Containers)
 	}
 }
 

@@ -41,12 +41,8 @@ func (m *Manager) patch(ctx context.Context, s snapshot, target *v1.Pod, could, 
 		}
 		resp, err := pods.Patch(ctx, target.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
 		if err == nil {
-			// Kept as the base of the next write (Manager.base), for as
-			// long as the pod is known: without its managedFields, the
-			// largest part of its metadata, which no write reads.
-			resp.ManagedFields = nil
 			m.opts.Logger.V(4).Info("pod status written", "pod", podRef(target), "podUID", target.UID, "phase", desired.Phase)
-			return outcome{result: ResultWritten, written: &desired, response: resp}
+			return outcome{result: ResultWritten, written: &desired, response: kept(resp)}
 		}
 		if reason, ok := classifyGone(err); ok {
 			return gone(reason, err)
@@ -212,6 +208,21 @@ func statusEqual(a, b v1.PodStatus) bool {
 // with etcd storage makes them increasing integers, and they are compared as
 // such; a version that is not one loses. When neither is, our own last write wins: it is at least as new
 // as the base it was made from.
+// kept is what the manager keeps of a PATCH's answer, the base of the next
+// write (Manager.base) for as long as the pod is known: the metadata that
+// a write and a deletion read, and the status. The whole object (its spec,
+// labels, annotations and managedFields) would be a second copy of every
+// pod beside the pod manager's.
+func kept(p *v1.Pod) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			DeletionTimestamp: p.DeletionTimestamp, DeletionGracePeriodSeconds: p.DeletionGracePeriodSeconds,
+		},
+		Status: p.Status,
+	}
+}
+
 func newest(seen, written *v1.Pod) *v1.Pod {
 	if seen == nil {
 		return written

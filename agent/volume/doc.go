@@ -45,7 +45,13 @@
 // runtime.ContainerOptionsProvider that runtime/cri asks for each
 // container's prepared volumes, environment and expanded command; a
 // missing ConfigMap, Secret or key gives an error wrapping
-// runtime.ErrFailedPrecondition, retried at the next sync.
+// runtime.ErrFailedPrecondition, retried at the next sync. A volume that
+// fails to set up is a SetUpError whose RetryAfter is the kubelet's volume
+// back-off (500 ms after the first failure in a row, doubling to 2 min
+// 2 s), which the pod worker takes as its next retry: a token refused for
+// a pod the Node authorizer has not yet linked to the node (its graph
+// lags the pod watch under load) costs half a second, not a sync
+// back-off of 10 s.
 //
 // New starts no goroutine; Run (which owns the watches) must be running
 // for volumes that read ConfigMaps or Secrets; TearDown unmounts and

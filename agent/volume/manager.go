@@ -77,6 +77,9 @@ type Manager struct {
 	mu    sync.Mutex
 	pods  map[types.UID]*podVolumes
 	dirty map[types.UID]bool // pods whose volumes UpdatePod asked to rewrite
+	// failures counts each volume's SetUp failures in a row, by pod and
+	// volume name, for the retry hint of the next (SetUpError).
+	failures map[types.UID]map[string]int
 }
 
 // podVolumes are the set-up volumes of one pod.
@@ -205,7 +208,7 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) (runtime
 	unlock := m.locks.lock(dir)
 	defer unlock()
 	if err := m.prepareDir(dir, pod, v); err != nil {
-		return runtime.PreparedVolume{}, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
+		return runtime.PreparedVolume{}, m.failed(pod.UID, v.Name, err)
 	}
 	m.remember(pod, v)
 	if v.EmptyDir != nil {
@@ -217,12 +220,78 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) (runtime
 		if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
 			return runtime.PreparedVolume{}, err
 		}
+		m.succeeded(pod.UID, v.Name)
 		return runtime.PreparedVolume{HostPath: dir}, PodOwnership(pod, false).applyRoot(dir)
 	}
 	if err := m.write(ctx, pod, v, dir); err != nil {
-		return runtime.PreparedVolume{}, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
+		return runtime.PreparedVolume{}, m.failed(pod.UID, v.Name, err)
 	}
+	m.succeeded(pod.UID, v.Name)
 	return runtime.PreparedVolume{HostPath: dir, ReadOnly: true}, nil
+}
+
+// The kubelet's back-off between the attempts of a failing volume
+// operation (nestedpendingoperations): 500 ms, doubled at each failure, at
+// most 2 min 2 s.
+const (
+	setUpRetryInitial = 500 * time.Millisecond
+	setUpRetryMax     = 2*time.Minute + 2*time.Second
+)
+
+// SetUpError is a failed SetUp, with the kubelet's message. RetryAfter is
+// when the kubelet's volume manager would try the volume again: 500 ms
+// after its first failure in a row, doubling to at most 2 min 2 s. A pod
+// worker (podworker.Options) retries its sync then rather than after its
+// own, longer back-off: a token refused for a pod the Node authorizer has
+// not linked to the node yet, or a ConfigMap not read yet, is tried again
+// within a second, as on a kubelet.
+type SetUpError struct {
+	Volume string
+	Err    error
+	After  time.Duration
+}
+
+func (e *SetUpError) Error() string {
+	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *SetUpError) Unwrap() error { return e.Err }
+
+// RetryAfter returns After (the pod worker's retry hint).
+func (e *SetUpError) RetryAfter() time.Duration { return e.After }
+
+// failed counts a SetUp failure of volume name of pod uid and returns its
+// SetUpError.
+func (m *Manager) failed(uid types.UID, name string, err error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failures == nil {
+		m.failures = map[types.UID]map[string]int{}
+	}
+	f := m.failures[uid]
+	if f == nil {
+		f = map[string]int{}
+		m.failures[uid] = f
+	}
+	f[name]++
+	after := setUpRetryInitial
+	for i := 1; i < f[name] && after < setUpRetryMax; i++ {
+		after *= 2
+	}
+	return &SetUpError{Volume: name, Err: err, After: min(after, setUpRetryMax)}
+}
+
+// succeeded ends the failures in a row of volume name of pod uid.
+func (m *Manager) succeeded(uid types.UID, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if f := m.failures[uid]; f != nil {
+		delete(f, name)
+		if len(f) == 0 {
+			delete(m.failures, uid)
+		}
+	}
 }
 
 // remembered reports whether volume name of pod uid is set up and not
@@ -354,6 +423,7 @@ func (m *Manager) TearDown(uid types.UID) error {
 	m.mu.Lock()
 	delete(m.pods, uid)
 	delete(m.dirty, uid)
+	delete(m.failures, uid)
 	m.mu.Unlock()
 	if s := string(uid); s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\\x00") {
 		return fmt.Errorf("pod UID %q cannot name a folder", uid)

@@ -3,8 +3,10 @@ package volume
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -306,5 +308,63 @@ func TestTearDownKeepsOtherFilesOfThePodFolder(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(logs, "0.log")); got != "kept" {
 		t.Errorf("the runtime's log: %q, want it kept", got)
+	}
+}
+
+// A failing SetUp tells when the kubelet's volume manager would try again:
+// 500 ms after the first failure in a row, doubling to at most 2 min 2 s,
+// counted per volume; a success and a TearDown start the count again.
+func TestSetUpFailureRetryHint(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	m := startManager(t, client)
+	pod := testPod("u1")
+	missing := func(name string) *v1.Volume {
+		return &v1.Volume{Name: name, VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "later"}}}}
+	}
+	hint := func(v *v1.Volume) time.Duration {
+		t.Helper()
+		_, err := m.SetUp(ctx, pod, v)
+		var ra interface{ RetryAfter() time.Duration }
+		if !errors.As(err, &ra) {
+			t.Fatalf("SetUp error %v has no retry hint", err)
+		}
+		return ra.RetryAfter()
+	}
+	v := missing("v")
+	var got []time.Duration
+	for range 10 {
+		got = append(got, hint(v))
+	}
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
+		16 * time.Second, 32 * time.Second, 64 * time.Second, 122 * time.Second, 122 * time.Second}
+	if !slices.Equal(got, want) {
+		t.Fatalf("retry hints %v, want %v", got, want)
+	}
+	if d := hint(missing("other")); d != 500*time.Millisecond {
+		t.Errorf("another volume's first failure: %v, want 500ms", d)
+	}
+	if _, err := client.CoreV1().ConfigMaps("ns").Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "later"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ConfigMap", func() bool { _, err := m.SetUp(ctx, pod, v); return err == nil })
+	if err := client.CoreV1().ConfigMaps("ns").Delete(ctx, "later", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.TearDown(pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ConfigMap gone", func() bool { _, err := m.SetUp(ctx, pod, v); return err != nil })
+	if d := hint(v); d != time.Second {
+		t.Errorf("after a success, a teardown and one failure: %v, want 1s (the second failure in a row)", d)
+	}
+	if err := m.TearDown(pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	left := len(m.failures)
+	m.mu.Unlock()
+	if left != 0 {
+		t.Errorf("failures of %d pods kept after their TearDown", left)
 	}
 }

@@ -175,6 +175,9 @@ type missingObject struct{}
 func (missingObject) Error() string { return `configmap "cm" not found` }
 func (missingObject) Unwrap() error { return runtime.ErrFailedPrecondition }
 
+// RetryAfter is a retry hint, as agent/volume's SetUpError gives.
+func (missingObject) RetryAfter() time.Duration { return 1500 * time.Millisecond }
+
 // gatedProvider fails RunContainerOptions with missingObject until opened.
 type gatedProvider struct {
 	mu   sync.Mutex
@@ -214,6 +217,11 @@ func TestCreateContainerConfigErrorFromProvider(t *testing.T) {
 		f := failure(t, err, "c", runtime.ErrCreateContainerConfig)
 		if f.Message != `configmap "cm" not found` || !errors.Is(err, runtime.ErrFailedPrecondition) {
 			t.Fatalf("CreateContainerConfigError message %q (%v), want the provider's, wrapping ErrFailedPrecondition", f.Message, err)
+		}
+		// The provider's retry hint reaches the pod worker.
+		var ra interface{ RetryAfter() time.Duration }
+		if !errors.As(err, &ra) || ra.RetryAfter() != 1500*time.Millisecond {
+			t.Fatalf("SyncPod's error %v does not carry the provider's retry hint", err)
 		}
 		if ev := drain(rec); !strings.HasSuffix(ev, `Warning Failed Error: configmap "cm" not found`) {
 			t.Fatalf("events:\n%s\nwant a last Failed event with the message", ev)

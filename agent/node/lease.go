@@ -18,7 +18,7 @@ func (c *Controller) runLease(ctx context.Context) {
 	delay := initialBackOff
 	for {
 		wait := c.opts.LeaseRenewInterval
-		if err := c.renewLease(ctx); err != nil {
+		if err := c.renewLeaseBounded(ctx); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -34,6 +34,16 @@ func (c *Controller) runLease(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// renewLeaseBounded is renewLease given at most LeaseDuration, the
+// timeout of the kubelet's heartbeat client: a request that hangs (an API
+// server that stopped answering without closing the connection) fails and
+// is retried, rather than holding the renewals back for good.
+func (c *Controller) renewLeaseBounded(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.LeaseDuration)
+	defer cancel()
+	return c.renewLease(ctx)
 }
 
 // renewLease creates the Lease or sets its renew time to now, with the

@@ -51,7 +51,11 @@ func (c *Controller) runStatus(ctx context.Context) {
 		case <-t.C():
 		case reply = <-c.syncs:
 		}
-		wrote, err := c.updateStatus(ctx, c.opts.Clock.Since(lastWrite) >= c.opts.StatusReportFrequency)
+		// At most LeaseDuration, as the kubelet's heartbeat client: a
+		// request that hangs fails and the next tick tries again.
+		uctx, cancel := context.WithTimeout(ctx, c.opts.LeaseDuration)
+		wrote, err := c.updateStatus(uctx, c.opts.Clock.Since(lastWrite) >= c.opts.StatusReportFrequency)
+		cancel()
 		if reply != nil {
 			reply <- err // buffered
 		}

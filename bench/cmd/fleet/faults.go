@@ -315,14 +315,15 @@ func restartAPIServer(ctx context.Context, apiDir string, away time.Duration, ad
 		return time.Time{}, 0, err
 	}
 	go func() { _ = cmd.Wait() }() // reap it if it ends before the harness
-	ok := waitFor(ctx, 2*time.Minute, func() bool {
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
+	ok := waitFor(ctx, 3*time.Minute, func() bool {
+		// Not too short: a busy API server answers slowly.
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		_, err := admin.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx)
 		return err == nil
 	})
 	if !ok {
-		return time.Time{}, 0, errors.New("the API server is not ready 2 minutes after its start")
+		return time.Time{}, 0, errors.New("the API server is not ready 3 minutes after its start")
 	}
 	now := time.Now()
 	return now, now.Sub(stopped), nil

@@ -189,6 +189,13 @@ func faults(ctx context.Context, c config, admin kubernetes.Interface, t *podTra
 		return nil
 	}
 
+	// A clean start: every Lease renewed since now.
+	calm := time.Now()
+	if !waitFor(ctx, c.timeout, func() bool { ok, _ := m.allRenewedAfter(calm); return ok }) {
+		_, late := m.allRenewedAfter(calm)
+		fr.err = fmt.Errorf("before the faults: %d Leases not renewed in %v", late, c.timeout)
+		return fr, created
+	}
 	// 1. Every request of the engine waits c.faultDelay, for c.faultFor.
 	logf("faults: every request delayed %v for %v", c.faultDelay, c.faultFor)
 	m.begin(&fr.slow)

@@ -42,8 +42,12 @@ type Controller struct {
 
 	mu      sync.Mutex
 	started bool
-	node    *v1.Node // as the API server last returned it; nil before registration
-	rnd     *rand.Rand
+	// lastRuntimeSync is when the runtime last answered that it is ready;
+	// runtimeProblem why its last answer said it is not ("": it is).
+	lastRuntimeSync time.Time
+	runtimeProblem  string
+	node            *v1.Node // as the API server last returned it; nil before registration
+	rnd             *rand.Rand
 }
 
 // New validates opts, reads the machine (CPUs, memory, disk, addresses,

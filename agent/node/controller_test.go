@@ -25,9 +25,17 @@ import (
 )
 
 // fakeRuntime answers Status and Version; ready can be flipped.
-type fakeRuntime struct{ notReady atomic.Bool }
+type fakeRuntime struct {
+	notReady atomic.Bool
+	fail     atomic.Bool // Status fails (a runtime that does not answer)
+	calls    atomic.Int32
+}
 
 func (r *fakeRuntime) Status(context.Context) (*runtime.Status, error) {
+	r.calls.Add(1)
+	if r.fail.Load() {
+		return nil, errors.New("rpc error: code = DeadlineExceeded")
+	}
 	return &runtime.Status{Conditions: []runtime.Condition{
 		{Type: runtime.ConditionRuntimeReady, Status: !r.notReady.Load(), Reason: "Test", Message: "flipped by the test"},
 		{Type: runtime.ConditionNetworkReady, Status: false, Reason: "NoCNI"},
@@ -298,6 +306,40 @@ func TestReadyFollowsTheRuntime(t *testing.T) {
 		t.Errorf("MemoryPressure moved its transition time %v -> %v without a change", memSince, m.LastTransitionTime)
 	}
 	h.rt.notReady.Store(false)
+	h.eventually("Ready again", 10*time.Second, func() bool { return cond(h.node(), v1.NodeReady).Status == v1.ConditionTrue })
+}
+
+// A runtime whose Status calls fail leaves the Node as its last answer
+// made it for 30 s (the kubelet's baseRuntimeSyncThreshold), then makes it
+// not ready: "container runtime is down". One slow answer on a busy
+// machine does not make the Node not ready.
+func TestReadyOutlastsRuntimeStatusFailuresFor30s(t *testing.T) {
+	h := newHarness(t, nil)
+	h.start()
+	h.waitRegistered()
+	h.eventually("Ready", 0, func() bool { return cond(h.node(), v1.NodeReady).Status == v1.ConditionTrue })
+	h.rt.fail.Store(true)
+	failing := h.clock.Now()
+	calls := h.rt.calls.Load()
+	// The status is computed every 10 s; up to 20 s of failures, and at
+	// least one computed meanwhile, the Node stays Ready.
+	h.eventually("two status checks that failed", 10*time.Second, func() bool {
+		return h.rt.calls.Load() >= calls+2 || h.clock.Since(failing) >= 20*time.Second
+	})
+	if h.clock.Since(failing) > 20*time.Second || h.rt.calls.Load() < calls+1 {
+		t.Fatalf("%v and %d status checks after the failures began", h.clock.Since(failing), h.rt.calls.Load()-calls)
+	}
+	if c := cond(h.node(), v1.NodeReady); c.Status != v1.ConditionTrue {
+		t.Fatalf("after %v of failed status checks: %+v, want still Ready", h.clock.Since(failing), c)
+	}
+	h.eventually("not ready, the runtime down", 10*time.Second, func() bool { return cond(h.node(), v1.NodeReady).Status == v1.ConditionFalse })
+	if d := h.clock.Since(failing); d < 30*time.Second {
+		t.Errorf("not ready %v after the failures began, want 30 s at least", d)
+	}
+	if c := cond(h.node(), v1.NodeReady); c.Message != "container runtime is down" {
+		t.Errorf("not ready with %q", c.Message)
+	}
+	h.rt.fail.Store(false)
 	h.eventually("Ready again", 10*time.Second, func() bool { return cond(h.node(), v1.NodeReady).Status == v1.ConditionTrue })
 }
 

@@ -32,7 +32,9 @@
 // podlife's version as kubeletVersion (Version). Conditions: Ready from the
 // runtime's RuntimeReady condition (and NetworkReady when
 // RequireNetworkReady is set), MemoryPressure, DiskPressure and PIDPressure
-// False, with the kubelet's reasons. A Provider may change any of it before
+// False, with the kubelet's reasons. As in the kubelet, a runtime Status
+// call that fails leaves Ready as the runtime's last answer made it for
+// 30 s before "container runtime is down". A Provider may change any of it before
 // each write, the way virtual-kubelet providers describe their node.
 // Options.Images, when set, gives status.images (the kubelet's list: the 50
 // largest images, agent/imagegc's Manager.NodeImages); a change of the list

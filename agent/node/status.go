@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -34,6 +36,11 @@ const (
 	messageNoDiskPressure     = "podlife has no disk pressure"
 	messageSufficientPID      = "podlife has sufficient PID available"
 	messageRuntimeNotAnswered = "container runtime status check may not have completed yet"
+	messageRuntimeDown        = "container runtime is down"
+	// runtimeSyncThreshold is how long the Node stays as the runtime's
+	// last ready answer left it while its Status calls fail (the
+	// kubelet's baseRuntimeSyncThreshold).
+	runtimeSyncThreshold = 30 * time.Second
 )
 
 // runStatus computes the status every StatusUpdateFrequency and writes it
@@ -153,7 +160,7 @@ func (c *Controller) computeStatus(ctx context.Context, prev *v1.NodeStatus) (v1
 		}
 		st, err := c.opts.Runtime.Status(rctx)
 		cancel()
-		ready, notReadyMessage = c.runtimeReady(st, err)
+		ready, notReadyMessage = c.runtimeReadiness(st, err)
 	}
 	status := v1.NodeStatus{
 		Capacity:        capacity,
@@ -208,12 +215,50 @@ func (c *Controller) pressureConditions() []v1.NodeCondition {
 	}
 }
 
-// runtimeReady turns the runtime's answer into the Ready condition's
-// status and, when not ready, its message.
-func (c *Controller) runtimeReady(st *runtime.Status, err error) (bool, string) {
+// runtimeReadiness is the kubelet's runtime state: the Ready condition's
+// status and, when not ready, its message. An answer of the runtime
+// decides at once (one that says it is not ready makes the Node not
+// ready); a Status call that fails (an error, no answer in time) changes
+// nothing, until the last ready answer is older than
+// runtimeSyncThreshold: "container runtime is down". Before any ready
+// answer: "container runtime status check may not have completed yet".
+// A runtime slow to answer once, on a busy machine, does not make the
+// Node not ready.
+func (c *Controller) runtimeReadiness(st *runtime.Status, err error) (bool, string) {
+	now := c.opts.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err != nil {
-		return false, fmt.Sprintf("%s: %v", messageRuntimeNotAnswered, err)
+		c.log.Error(err, "container runtime sanity check failed", "node", c.opts.NodeName)
+	} else {
+		ready, problem := c.runtimeReady(st)
+		c.runtimeProblem = problem
+		if ready {
+			c.lastRuntimeSync = now
+		}
 	}
+	var errs []string
+	switch {
+	case c.lastRuntimeSync.IsZero():
+		errs = append(errs, messageRuntimeNotAnswered)
+	case !c.lastRuntimeSync.Add(runtimeSyncThreshold).After(now):
+		errs = append(errs, messageRuntimeDown)
+	}
+	if c.runtimeProblem != "" {
+		errs = append(errs, c.runtimeProblem)
+	}
+	switch len(errs) {
+	case 0:
+		return true, ""
+	case 1:
+		return false, errs[0]
+	}
+	return false, "[" + strings.Join(errs, ", ") + "]"
+}
+
+// runtimeReady reads a runtime's answer: whether it is ready and, when
+// not, why.
+func (c *Controller) runtimeReady(st *runtime.Status) (bool, string) {
 	var problems []string
 	for _, t := range []string{runtime.ConditionRuntimeReady, runtime.ConditionNetworkReady} {
 		if t == runtime.ConditionNetworkReady && !c.opts.RequireNetworkReady {

@@ -19,7 +19,7 @@ var (
 	flagPasses = flag.Int("scale.passes", 5, "housekeeping passes timed once every pod runs (the median is reported)")
 	flagLog    = flag.Bool("scale.log", false, "log the agent (V(2)) to the test log")
 	flagEvict  = flag.Bool("scale.eviction", true, "run the eviction manager (pressure-free node stats, the runtime's pod stats) beside housekeeping")
-	flagHeap   = flag.String("scale.heapprofile", "", "write a heap profile to this file once every pod runs")
+	flagHeap   = flag.String("scale.heapprofile", "", "write a heap profile to this file once every pod runs, and the goroutines to its name with .goroutines.txt appended")
 	flagCPU    = flag.String("scale.cpuprofile", "", "write CPU profiles to this file's name with .steady (the housekeeping and GC passes) and .drain (the drain) appended")
 )
 
@@ -228,6 +228,16 @@ func writeHeapProfile(t *testing.T, path string) {
 	}
 	defer f.Close()
 	if err := pprof.WriteHeapProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	// And what every goroutine is doing then (the in-flight work holds
+	// part of the heap).
+	g, err := os.Create(path + ".goroutines.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(g, 1); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -164,12 +164,11 @@ func (m *monitor) allRenewedAfter(t time.Time) (bool, int) {
 // start of each, from p-(from), and returns how many it created.
 func faults(ctx context.Context, c config, admin kubernetes.Interface, t *podTracker, proxy *bench.CountingProxy, procs []*bench.Process, ns string, names []string, from int) (fr faultResult, created int) {
 	mctx, stop := context.WithCancel(ctx)
-	defer stop()
 	m := newMonitor(admin, names)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); m.run(mctx) }()
-	defer wg.Wait()
+	defer wg.Wait() // after stop: deferred calls run last first
 	defer stop()
 	failedBefore := proxy.Failed()
 	defer func() {

@@ -18,9 +18,10 @@ func boundPod(name, uid, node string) *v1.Pod {
 	return p
 }
 
-func TestAPISource(t *testing.T) {
-	ctx := t.Context()
-	cs := fake.NewClientset(boundPod("a", "1", "node1"), boundPod("elsewhere", "9", "node2"))
+// runAPISource runs an API source of node1's pods on cs until the test
+// ends, and returns its Config and a consumer of it.
+func runAPISource(t *testing.T, cs *fake.Clientset) (*Config, *consumer) {
+	t.Helper()
 	cfg, err := NewConfig(ConfigOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +32,13 @@ func TestAPISource(t *testing.T) {
 	}
 	c := newConsumer(t, cfg)
 	runSource(t, src.Run)
+	return cfg, c
+}
+
+func TestAPISource(t *testing.T) {
+	ctx := t.Context()
+	cs := fake.NewClientset(boundPod("a", "1", "node1"), boundPod("elsewhere", "9", "node2"))
+	cfg, c := runAPISource(t, cs)
 
 	c.waitNames("a")
 	<-cfg.Ready()
@@ -100,16 +108,7 @@ func TestAPISourceDropsManagedFields(t *testing.T) {
 		return p
 	}
 	cs := fake.NewClientset(managed(boundPod("listed", "1", "node1")))
-	cfg, err := NewConfig(ConfigOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := NewAPI(cfg.Sink(podmanager.APISource), APIOptions{Client: cs, NodeName: "node1", Logger: testr.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newConsumer(t, cfg)
-	runSource(t, src.Run)
+	_, c := runAPISource(t, cs)
 	c.waitNames("listed")
 	if _, err := cs.CoreV1().Pods("default").Create(t.Context(), managed(boundPod("watched", "2", "node1")), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

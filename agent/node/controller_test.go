@@ -317,30 +317,42 @@ func TestReadyOutlastsRuntimeStatusFailuresFor30s(t *testing.T) {
 	h := newHarness(t, nil)
 	h.start()
 	h.waitRegistered()
-	h.eventually("Ready", 0, func() bool { return cond(h.node(), v1.NodeReady).Status == v1.ConditionTrue })
-	h.rt.fail.Store(true)
-	failing := h.clock.Now()
+	ready := func() v1.NodeCondition { return cond(h.node(), v1.NodeReady) }
+	// Each status computed now, at the fake clock's time (the harness's
+	// ticks may compute more in between: same time, same answer).
+	sync := func(what string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.c.SyncStatus(ctx); err != nil {
+			t.Fatalf("%s: SyncStatus: %v", what, err)
+		}
+	}
+	sync("the runtime answers")
+	if c := ready(); c.Status != v1.ConditionTrue {
+		t.Fatalf("Ready = %+v", c)
+	}
+	h.rt.fail.Store(true) // the last ready answer was at the clock's time now
 	calls := h.rt.calls.Load()
-	// The status is computed every 10 s; up to 20 s of failures, and at
-	// least one computed meanwhile, the Node stays Ready.
-	h.eventually("two status checks that failed", 10*time.Second, func() bool {
-		return h.rt.calls.Load() >= calls+2 || h.clock.Since(failing) >= 20*time.Second
-	})
-	if h.clock.Since(failing) > 20*time.Second || h.rt.calls.Load() < calls+1 {
-		t.Fatalf("%v and %d status checks after the failures began", h.clock.Since(failing), h.rt.calls.Load()-calls)
+	sync("the first failure")
+	h.clock.Step(29 * time.Second)
+	sync("failures for 29 s")
+	if h.rt.calls.Load() < calls+2 {
+		t.Fatalf("%d status checks after the failures began, want 2 at least", h.rt.calls.Load()-calls)
 	}
-	if c := cond(h.node(), v1.NodeReady); c.Status != v1.ConditionTrue {
-		t.Fatalf("after %v of failed status checks: %+v, want still Ready", h.clock.Since(failing), c)
+	if c := ready(); c.Status != v1.ConditionTrue {
+		t.Fatalf("after 29 s of failed status checks: %+v, want still Ready", c)
 	}
-	h.eventually("not ready, the runtime down", 10*time.Second, func() bool { return cond(h.node(), v1.NodeReady).Status == v1.ConditionFalse })
-	if d := h.clock.Since(failing); d < 30*time.Second {
-		t.Errorf("not ready %v after the failures began, want 30 s at least", d)
-	}
-	if c := cond(h.node(), v1.NodeReady); c.Message != "container runtime is down" {
-		t.Errorf("not ready with %q", c.Message)
+	h.clock.Step(time.Second)
+	sync("failures for 30 s")
+	if c := ready(); c.Status != v1.ConditionFalse || c.Message != "container runtime is down" {
+		t.Fatalf("after 30 s of failed status checks: %+v, want not ready, the runtime down", c)
 	}
 	h.rt.fail.Store(false)
-	h.eventually("Ready again", 10*time.Second, func() bool { return cond(h.node(), v1.NodeReady).Status == v1.ConditionTrue })
+	sync("the runtime answers again")
+	if c := ready(); c.Status != v1.ConditionTrue {
+		t.Fatalf("the runtime answering again: %+v, want Ready", c)
+	}
 }
 
 func TestStatusWrittenOnChangeAndEveryFiveMinutes(t *testing.T) {

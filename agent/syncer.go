@@ -70,6 +70,7 @@ func (s *syncer) SyncPod(ctx context.Context, updateType podworker.SyncPodType, 
 			return false, fmt.Errorf("sync pod %s: re-read status after a probe kill: %w", podRef(pod), err)
 		}
 		a.cache.Set(pod.UID, podStatus, nil, ts)
+		a.relist.Reinspect(pod.UID)
 	}
 	err = a.rt.SyncPod(ctx, pod, podStatus)
 	if errors.Is(err, runtime.ErrAlreadyExists) {
@@ -126,8 +127,11 @@ func mayHaveStarted(pod *v1.Pod, podStatus *runtime.PodStatus) bool {
 // SyncPod started containers, stores it in the cache and publishes the
 // status it gives, so that the pod shows Running now rather than after the
 // relister's next pass (up to its period later). The relister still sees
-// the change and syncs the pod again, with the same status. A failed read
-// changes nothing: the relister catches up.
+// the change and syncs the pod again, with the same status; and since the
+// status may name a container its listing has not shown yet, it reads the
+// pod again at its next pass (Reinspect), so that a container removed
+// before then is not left in the cache as running. A failed read changes
+// nothing: the relister catches up.
 func (a *Agent) publishStarted(ctx context.Context, pod, mirrorPod *v1.Pod) {
 	ts := a.clock.Now()
 	fresh, err := a.rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
@@ -136,6 +140,7 @@ func (a *Agent) publishStarted(ctx context.Context, pod, mirrorPod *v1.Pod) {
 		return
 	}
 	a.cache.Set(pod.UID, fresh, nil, ts)
+	a.relist.Reinspect(pod.UID)
 	a.probeContainers(pod, fresh)
 	st := a.generateStatus(pod, fresh, false)
 	if isTerminalPhase(st.Phase) {
@@ -180,6 +185,7 @@ func (a *Agent) resyncWithFreshStatus(ctx context.Context, pod *v1.Pod, syncErr 
 		return errors.Join(syncErr, fmt.Errorf("re-read status: %w", err))
 	}
 	a.cache.Set(pod.UID, fresh, nil, ts)
+	a.relist.Reinspect(pod.UID)
 	a.log.V(2).Info("pod status was stale (already exists); synced again with a fresh one", "pod", podRef(pod), "podUID", pod.UID)
 	return a.rt.SyncPod(ctx, pod, fresh)
 }

@@ -36,6 +36,13 @@
 // change through RelisterOptions.OnEvent (ContainerStarted, ContainerDied,
 // ContainerRemoved, ContainerChanged, PodSync).
 //
+// A status read after the listing may name a sandbox or container the
+// listing lacks (created in between); the relister then reads that pod again
+// at its next pass even if its listing has not changed, since that instance
+// could go before any listing shows it. Whoever stores a status in the cache
+// itself calls Relister.Reinspect for the same reason. A pod read again this
+// way gets a PodSync event when the read changes what its status names.
+//
 // The relister and the cache's readers must use the same clock: the pod
 // workers pass times of their clock to GetNewerThan, and the relister stamps
 // the cache with times of its own.

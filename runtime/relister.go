@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -140,10 +141,11 @@ type Relister struct {
 	reinspect map[types.UID]struct{}
 
 	mu         sync.Mutex
-	lastRelist time.Time // start time of the last successful relist
-	begun      uint64    // relists begun so far; each relist's number
-	lastNumber uint64    // the number of the last successful relist
-	lastPods   []*Pod    // what it listed
+	stored     map[types.UID]struct{} // pods given to Reinspect since the last relist took them
+	lastRelist time.Time              // start time of the last successful relist
+	begun      uint64                 // relists begun so far; each relist's number
+	lastNumber uint64                 // the number of the last successful relist
+	lastPods   []*Pod                 // what it listed
 }
 
 // NewRelister validates opts and returns a Relister. It starts nothing.
@@ -284,6 +286,22 @@ func (r *Relister) listedAfter(n uint64) ([]*Pod, uint64, bool) {
 	return r.lastPods, r.lastNumber, r.lastNumber > n
 }
 
+// Reinspect makes the next relist read the pod's status even if its listing
+// has not changed, and tell its worker (a PodSync event) if the sandboxes
+// and containers the status names, or their states, differ from the cached
+// status. Call it after storing a status of the pod in the cache yourself: a
+// status read after the relister's listing may name a sandbox or container
+// the listing lacks, and the relister, which diffs listings, would not see
+// that instance go if it went before the next listing.
+func (r *Relister) Reinspect(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stored == nil {
+		r.stored = map[types.UID]struct{}{}
+	}
+	r.stored[uid] = struct{}{}
+}
+
 // ForceRefresh relists now, waiting for a relist in progress to finish first.
 func (r *Relister) ForceRefresh(ctx context.Context) error {
 	if err := r.acquire(ctx); err != nil {
@@ -328,11 +346,29 @@ func (r *Relister) relistHeld(ctx context.Context) error {
 	for uid := range r.reinspect {
 		changed[uid] = struct{}{}
 	}
+	r.mu.Lock()
+	stored := r.stored
+	r.stored = nil
+	r.mu.Unlock()
+	for uid := range stored {
+		changed[uid] = struct{}{}
+		r.reinspect[uid] = struct{}{}
+	}
+	// The cached status of each pod read again without a change in its
+	// listing, to tell its worker if the read changes what it names.
+	var before map[types.UID]*PodStatus
+	if len(r.reinspect) > 0 {
+		before = make(map[types.UID]*PodStatus, len(r.reinspect))
+		for uid := range r.reinspect {
+			before[uid], _ = r.opts.Cache.Get(uid)
+		}
+	}
 	for uid, p := range current {
 		ev := diffPod(uid, r.previous[uid], p)
 		if len(ev) > 0 {
 			changed[uid] = struct{}{}
 			events = append(events, ev...)
+			delete(before, uid) // its worker hears of it anyway
 		}
 	}
 	for uid, old := range r.previous {
@@ -341,6 +377,7 @@ func (r *Relister) relistHeld(ctx context.Context) error {
 		}
 		events = append(events, diffPod(uid, old, nil)...)
 		changed[uid] = struct{}{}
+		delete(before, uid)
 	}
 
 	// Pods gone from the runtime get an empty status; the others are
@@ -353,7 +390,10 @@ func (r *Relister) relistHeld(ctx context.Context) error {
 		}
 		old := r.previous[uid]
 		if old == nil { // a pod to reinspect that has gone meanwhile
-			r.opts.Cache.Set(uid, &PodStatus{ID: uid}, nil, ts)
+			updated := r.opts.Cache.Set(uid, &PodStatus{ID: uid}, nil, ts)
+			if prev, ok := before[uid]; ok && updated && !sameInstances(prev, &PodStatus{ID: uid}) {
+				events = append(events, PodEvent{ID: uid, Type: PodSync})
+			}
 			continue
 		}
 		r.opts.Cache.Set(uid, &PodStatus{ID: uid, Name: old.Name, Namespace: old.Namespace, TimeStamp: ts}, nil, ts)
@@ -364,10 +404,22 @@ func (r *Relister) relistHeld(ctx context.Context) error {
 			r.log.V(4).Info("pod status not readable", "pod", p.Namespace+"/"+p.Name, "podUID", p.ID, "err", err)
 			reinspect[p.ID] = struct{}{}
 			events = append(events, PodEvent{ID: p.ID, Type: PodSync})
+		} else if unlisted(p, status) {
+			// The status names a sandbox or container created after
+			// the listing: the listing kept for the next diff lacks it,
+			// so its removal before the next relist would change no
+			// listing and leave this status in the cache for good.
+			reinspect[p.ID] = struct{}{}
 		}
-		r.opts.Cache.Set(p.ID, status, err, ts)
+		updated := r.opts.Cache.Set(p.ID, status, err, ts)
+		if prev, ok := before[p.ID]; ok && err == nil && updated && !sameInstances(prev, status) {
+			events = append(events, PodEvent{ID: p.ID, Type: PodSync})
+		}
 	})
 	if err != nil {
+		for uid := range stored {
+			r.reinspect[uid] = struct{}{}
+		}
 		return fmt.Errorf("relist: %w", err)
 	}
 	r.opts.Cache.UpdateTime(ts)
@@ -500,6 +552,47 @@ func unchanged(old, cur *Pod) bool {
 		return true
 	}
 	return same(old.Sandboxes, cur.Sandboxes) && same(old.Containers, cur.Containers)
+}
+
+// unlisted reports whether status names a sandbox or container that the
+// listing p lacks.
+func unlisted(p *Pod, status *PodStatus) bool {
+	if status == nil {
+		return false
+	}
+	for _, sb := range status.SandboxStatuses {
+		if !slices.ContainsFunc(p.Sandboxes, func(c *Container) bool { return c.ID.ID == sb.ID }) {
+			return true
+		}
+	}
+	for _, cs := range status.ContainerStatuses {
+		if !slices.ContainsFunc(p.Containers, func(c *Container) bool { return c.ID.ID == cs.ID.ID }) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameInstances reports whether two statuses of a pod name the same
+// sandboxes and containers in the same states.
+func sameInstances(a, b *PodStatus) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if len(a.SandboxStatuses) != len(b.SandboxStatuses) || len(a.ContainerStatuses) != len(b.ContainerStatuses) {
+		return false
+	}
+	for _, x := range a.SandboxStatuses {
+		if !slices.ContainsFunc(b.SandboxStatuses, func(y *SandboxStatus) bool { return x.ID == y.ID && x.State == y.State }) {
+			return false
+		}
+	}
+	for _, x := range a.ContainerStatuses {
+		if !slices.ContainsFunc(b.ContainerStatuses, func(y *ContainerStatus) bool { return x.ID == y.ID && x.State == y.State }) {
+			return false
+		}
+	}
+	return true
 }
 
 func stateEvent(s ContainerState) PodEventType {

@@ -25,6 +25,9 @@ type listRuntime struct {
 	statusErr   map[types.UID]error
 	statusCalls []types.UID
 	lists       int
+	// unlisted are containers GetPodStatus reports and GetPods does not:
+	// created between a listing and an inspection.
+	unlisted map[types.UID][]*runtime.ContainerStatus
 }
 
 func newListRuntime() *listRuntime {
@@ -69,6 +72,7 @@ func (f *listRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns st
 			st.ContainerStatuses = append(st.ContainerStatuses, &runtime.ContainerStatus{ID: c.ID, Name: c.Name, State: c.State})
 		}
 	}
+	st.ContainerStatuses = append(st.ContainerStatuses, f.unlisted[uid]...)
 	return st, nil
 }
 
@@ -390,5 +394,101 @@ func TestRelisterKick(t *testing.T) {
 	}
 	if n := lists(); n != 3 {
 		t.Fatalf("%d relists, want 3 (two kicks of two calls each)", n)
+	}
+}
+
+// A container created between a relist's listing and its reading of the
+// pod's status is in the cached status but not in the listing the next
+// relist diffs against. If it is removed before that relist, no listing
+// ever changes: the relister must read the pod again by itself, or the
+// cache keeps the container running for good.
+func TestRelisterRereadsAStatusNewerThanItsListing(t *testing.T) {
+	r, rt, cache, rec, clk := newRelister(t)
+	ctx := context.Background()
+	rt.setPod("a") // the sandbox only
+	rt.unlisted = map[types.UID][]*runtime.ContainerStatus{"a": {{ID: runtime.ContainerID{Type: "t", ID: "a-late"}, Name: "c", State: runtime.ContainerStateRunning}}}
+	if err := r.ForceRefresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := cache.Get("a"); st.FindContainerStatusByName("c") == nil {
+		t.Fatalf("cached status %+v, want the late container", st)
+	}
+	rec.take()
+	rt.takeStatusCalls()
+
+	// The container goes before the next listing.
+	rt.mu.Lock()
+	rt.unlisted = nil
+	rt.mu.Unlock()
+	clk.Step(time.Second)
+	if err := r.ForceRefresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if calls := rt.takeStatusCalls(); !slices.Equal(calls, []types.UID{"a"}) {
+		t.Fatalf("status reads %v, want a's again", calls)
+	}
+	if st, _ := cache.Get("a"); st.FindContainerStatusByName("c") != nil {
+		t.Fatalf("cached status %+v still names the removed container", st)
+	}
+	if diff := cmp.Diff([]runtime.PodEvent{{ID: "a", Type: runtime.PodSync}}, rec.take()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+
+	// Status and listing agree now: nothing more is read.
+	clk.Step(time.Second)
+	if err := r.ForceRefresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ev, calls := rec.take(), rt.takeStatusCalls(); len(ev) != 0 || len(calls) != 0 {
+		t.Fatalf("settled relist: events %v, status reads %v", ev, calls)
+	}
+}
+
+// A status stored in the cache by someone else (the agent, right after it
+// started a container) may name what no listing showed. Reinspect makes
+// the next relist read it again; the pod's worker hears of it only if the
+// read changes what the cache names.
+func TestRelisterReinspect(t *testing.T) {
+	r, rt, cache, rec, clk := newRelister(t)
+	ctx := context.Background()
+	rt.setPod("a")
+	rt.setPod("b")
+	if err := r.ForceRefresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec.take()
+	rt.takeStatusCalls()
+
+	// a: the stored status names a container that is gone by the next
+	// listing. b: the stored status is what the runtime still says.
+	late := &runtime.ContainerStatus{ID: runtime.ContainerID{Type: "t", ID: "a-late"}, Name: "c", State: runtime.ContainerStateRunning}
+	clk.Step(time.Second)
+	cache.Set("a", &runtime.PodStatus{ID: "a", Name: "a", Namespace: "ns", ContainerStatuses: []*runtime.ContainerStatus{late}}, nil, clk.Now())
+	r.Reinspect("a")
+	bStatus, _ := rt.GetPodStatus(ctx, "b", "b", "ns")
+	cache.Set("b", bStatus, nil, clk.Now())
+	r.Reinspect("b")
+	rt.takeStatusCalls()
+
+	clk.Step(time.Second)
+	if err := r.ForceRefresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]types.UID{"a", "b"}, rt.takeStatusCalls()); diff != "" {
+		t.Errorf("status reads (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]runtime.PodEvent{{ID: "a", Type: runtime.PodSync}}, rec.take()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if st, _ := cache.Get("a"); st.FindContainerStatusByName("c") != nil {
+		t.Fatalf("cached status %+v still names the removed container", st)
+	}
+
+	clk.Step(time.Second)
+	if err := r.ForceRefresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ev, calls := rec.take(), rt.takeStatusCalls(); len(ev) != 0 || len(calls) != 0 {
+		t.Fatalf("settled relist: events %v, status reads %v", ev, calls)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,16 +65,16 @@ func TestScale(t *testing.T) {
 	heap0, g0 := liveHeap()
 
 	// Create.
-	start := time.Now()
+	start, cpu := time.Now(), cpuSeconds()
 	if err := w.push(pods); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(timeoutFor(n), pollFor(n), func() (bool, string) { return w.allRunning(pods) }); err != nil {
+	if err := waitFor(timeoutFor(n), pollFor(n), w.progress(t, "create", func() (bool, string) { return w.allRunning(pods) })); err != nil {
 		t.Fatalf("pods did not all run: %v", err)
 	}
 	created := time.Since(start)
 	heap1, g1 := liveHeap()
-	t.Logf("created %d pods in %s (%.0f pods/s)", n, created.Round(time.Millisecond), float64(n)/created.Seconds())
+	t.Logf("created %d pods in %s (%.0f pods/s), %.1f CPU-seconds", n, created.Round(time.Millisecond), float64(n)/created.Seconds(), cpuSeconds()-cpu)
 	t.Logf("live heap: %.1f MiB for %d running pods = %.0f B/pod (the agent, its CRI client and fakecri, pod objects excluded); goroutines %d -> %d",
 		float64(heap1-heap0)/(1<<20), n, float64(heap1-heap0)/float64(n), g0, g1)
 	if *flagHeap != "" {
@@ -131,14 +132,14 @@ func TestScale(t *testing.T) {
 	// Drain: every pod deleted with grace 0, then removed from the "API
 	// server" once finished.
 	stopProfile = startCPUProfile(t, ".drain")
-	start = time.Now()
+	start, cpu = time.Now(), cpuSeconds()
 	if err := w.push(deleted(pods, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(timeoutFor(n), pollFor(n), func() (bool, string) {
+	if err := waitFor(timeoutFor(n), pollFor(n), w.progress(t, "drain", func() (bool, string) {
 		_, finished, _ := w.rep.counts()
 		return finished == n, "not every pod finished"
-	}); err != nil {
+	})); err != nil {
 		_, finished, _ := w.rep.counts()
 		t.Fatalf("%v: %d of %d finished", err, finished, n)
 	}
@@ -151,8 +152,8 @@ func TestScale(t *testing.T) {
 	}
 	drained := time.Since(start)
 	stopProfile()
-	t.Logf("drained %d pods: all finished in %s, workers and runtime empty in %s (%.0f pods/s)",
-		n, finished.Round(time.Millisecond), drained.Round(time.Millisecond), float64(n)/drained.Seconds())
+	t.Logf("drained %d pods: all finished in %s, workers and runtime empty in %s (%.0f pods/s), %.1f CPU-seconds",
+		n, finished.Round(time.Millisecond), drained.Round(time.Millisecond), float64(n)/drained.Seconds(), cpuSeconds()-cpu)
 
 	// A pass after the drain sees nothing.
 	after := housekeepingPasses(t, w, 1, time.Minute)[0]
@@ -216,6 +217,36 @@ func median(d []time.Duration) time.Duration {
 
 // pollFor is the polling interval of the waits: a full check of n pods
 // costs about n/10 µs.
+// progress wraps a condition waited for in phase: every 10 s of waiting
+// it logs how far the pods got (reported running and finished, known to
+// the workers, the runtime's sandboxes and containers) and the process's
+// CPU seconds, so that a slow phase shows whether it runs at a steady
+// rate or waits.
+func (w *world) progress(t *testing.T, phase string, cond func() (bool, string)) func() (bool, string) {
+	start := time.Now()
+	next := start.Add(10 * time.Second)
+	cpu0 := cpuSeconds()
+	return func() (bool, string) {
+		if now := time.Now(); now.After(next) {
+			next = now.Add(10 * time.Second)
+			running, finished, _ := w.rep.counts()
+			sb, c := w.srv.Counts()
+			t.Logf("%s +%s: running %d, finished %d, workers %d, sandboxes %d, containers %d, CPU %.1f s",
+				phase, now.Sub(start).Round(time.Second), running, finished, w.a.Workers().Len(), sb, c, cpuSeconds()-cpu0)
+		}
+		return cond()
+	}
+}
+
+// cpuSeconds is the user and system CPU time of the process so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
 func pollFor(n int) time.Duration {
 	return max(20*time.Millisecond, time.Duration(n)*5*time.Microsecond)
 }

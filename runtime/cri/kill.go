@@ -39,7 +39,7 @@ type podObjects struct {
 
 func (r *Runtime) podObjects(ctx context.Context, uid types.UID, runningPod *runtime.Pod) (*podObjects, error) {
 	sel := map[string]string{LabelPodUID: string(uid)}
-	sandboxes, err := r.listSandboxes(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	sandboxes, err := r.listSandboxes(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel}, listOption()) // IDs and states only
 	if err != nil {
 		return nil, err
 	}

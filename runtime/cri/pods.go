@@ -122,7 +122,9 @@ func (r *Runtime) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 	full := namespace + "/" + name
 	ts := r.opts.Clock.Now()
 	sel := map[string]string{LabelPodUID: string(uid)}
-	sandboxes, err := r.listSandboxes(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	// The lists give IDs (and a container's name) only: the partial
+	// decoder skips the labels and annotations.
+	sandboxes, err := r.listSandboxes(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel}, listOption())
 	if err != nil {
 		return nil, fmt.Errorf("status of pod %s (%s): %w", full, uid, err)
 	}
@@ -145,7 +147,7 @@ func (r *Runtime) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 			break
 		}
 	}
-	containers, err := r.listContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	containers, err := r.listContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel}, listOption())
 	if err != nil {
 		return nil, fmt.Errorf("status of pod %s (%s): %w", full, uid, err)
 	}

@@ -213,8 +213,14 @@ func (t *termMessages) size() int {
 	return len(t.m)
 }
 
-// readTail reads at most the last n bytes of a file.
+// readTail reads at most the last n bytes of a file. An empty file, what
+// most containers leave, costs one stat and no open.
 func readTail(path string, n int64) ([]byte, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if fi.Mode().IsRegular() && fi.Size() == 0 {
+		return nil, nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -40,8 +40,9 @@
 // listing lacks (created in between); the relister then reads that pod again
 // at its next pass even if its listing has not changed, since that instance
 // could go before any listing shows it. Whoever stores a status in the cache
-// itself calls Relister.Reinspect for the same reason. A pod read again this
-// way gets a PodSync event when the read changes what its status names.
+// itself calls Relister.Reinspect for the same reason (the pod is read again
+// only if the next listing lacks what that status names). A pod read again
+// this way gets a PodSync event when the read changes what its status names.
 //
 // The relister and the cache's readers must use the same clock: the pod
 // workers pass times of their clock to GetNewerThan, and the relister stamps

@@ -286,13 +286,15 @@ func (r *Relister) listedAfter(n uint64) ([]*Pod, uint64, bool) {
 	return r.lastPods, r.lastNumber, r.lastNumber > n
 }
 
-// Reinspect makes the next relist read the pod's status even if its listing
-// has not changed, and tell its worker (a PodSync event) if the sandboxes
-// and containers the status names, or their states, differ from the cached
-// status. Call it after storing a status of the pod in the cache yourself: a
-// status read after the relister's listing may name a sandbox or container
-// the listing lacks, and the relister, which diffs listings, would not see
-// that instance go if it went before the next listing.
+// Reinspect makes the next relist read the pod's status, even if its
+// listing has not changed, when that listing lacks a sandbox or container
+// the cached status names; it then tells the pod's worker (a PodSync event)
+// if the sandboxes and containers the new status names, or their states,
+// differ from the cached status. Call it after storing a status of the pod
+// in the cache yourself: a status read after the relister's listing may
+// name a sandbox or container the listing lacks, and the relister, which
+// diffs listings, would not see that instance go if it went before the
+// next listing.
 func (r *Relister) Reinspect(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -351,6 +353,11 @@ func (r *Relister) relistHeld(ctx context.Context) error {
 	r.stored = nil
 	r.mu.Unlock()
 	for uid := range stored {
+		// Only a stored status that names what this listing lacks needs
+		// reading again; one this listing agrees with is as good as read.
+		if st, err := r.opts.Cache.Get(uid); err == nil && !unlisted(current[uid], st) {
+			continue
+		}
 		changed[uid] = struct{}{}
 		r.reinspect[uid] = struct{}{}
 	}
@@ -417,9 +424,14 @@ func (r *Relister) relistHeld(ctx context.Context) error {
 		}
 	})
 	if err != nil {
+		r.mu.Lock()
 		for uid := range stored {
-			r.reinspect[uid] = struct{}{}
+			if r.stored == nil {
+				r.stored = map[types.UID]struct{}{}
+			}
+			r.stored[uid] = struct{}{} // for the next relist to judge
 		}
+		r.mu.Unlock()
 		return fmt.Errorf("relist: %w", err)
 	}
 	r.opts.Cache.UpdateTime(ts)
@@ -555,10 +567,13 @@ func unchanged(old, cur *Pod) bool {
 }
 
 // unlisted reports whether status names a sandbox or container that the
-// listing p lacks.
+// listing p (nil: the pod is not listed) lacks.
 func unlisted(p *Pod, status *PodStatus) bool {
 	if status == nil {
 		return false
+	}
+	if p == nil {
+		return len(status.SandboxStatuses) > 0 || len(status.ContainerStatuses) > 0
 	}
 	for _, sb := range status.SandboxStatuses {
 		if !slices.ContainsFunc(p.Sandboxes, func(c *Container) bool { return c.ID.ID == sb.ID }) {

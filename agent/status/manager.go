@@ -273,23 +273,16 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.mu.Unlock()
 	}()
 
-	work := make(chan types.UID)
+	// A goroutine per write, at most Workers at once: an idle manager
+	// (most of a fleet's nodes, most of the time) holds none.
 	var wg sync.WaitGroup
-	for range m.opts.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case uid := <-work:
-					m.syncPod(ctx, uid)
-				}
-			}
-		}()
-	}
-	m.dispatch(ctx, work)
+	slots := make(chan struct{}, m.opts.Workers)
+	m.dispatch(ctx, slots, func(uid types.UID) {
+		wg.Go(func() {
+			defer func() { <-slots }()
+			m.syncPod(ctx, uid)
+		})
+	})
 	wg.Wait()
 	// Writes that were handed out but not done are written by the next
 	// Run.
@@ -304,10 +297,10 @@ func (m *Manager) Run(ctx context.Context) error {
 	return fmt.Errorf("status: manager stopped: %w", ctx.Err())
 }
 
-// dispatch hands queued pods to the workers, moves pods whose back-off is
-// over back to the queue, and runs the full reconcile every
-// ReconcileInterval.
-func (m *Manager) dispatch(ctx context.Context, work chan<- types.UID) {
+// dispatch hands each queued pod to write once it takes a slot (a send on
+// slots, which write's goroutine frees), moves pods whose back-off is over
+// back to the queue, and runs the full reconcile every ReconcileInterval.
+func (m *Manager) dispatch(ctx context.Context, slots chan<- struct{}, write func(types.UID)) {
 	ticker := m.opts.Clock.NewTicker(m.opts.ReconcileInterval)
 	defer ticker.Stop()
 	var (
@@ -319,9 +312,9 @@ func (m *Manager) dispatch(ctx context.Context, work chan<- types.UID) {
 		if !have {
 			held, have, wait = m.next()
 		}
-		var send chan<- types.UID
+		var take chan<- struct{}
 		if have {
-			send = work
+			take = slots
 		}
 		var timerC <-chan time.Time
 		var stop func() bool
@@ -335,7 +328,8 @@ func (m *Manager) dispatch(ctx context.Context, work chan<- types.UID) {
 				stop()
 			}
 			return
-		case send <- held:
+		case take <- struct{}{}:
+			write(held)
 			have = false
 		case <-m.wake:
 		case <-timerC:

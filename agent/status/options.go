@@ -88,7 +88,8 @@ type Options struct {
 	// ReconcileInterval is the period of the full reconcile. Default
 	// DefaultReconcileInterval (10 s).
 	ReconcileInterval time.Duration
-	// Workers is the number of writes in flight at most. Default
+	// Workers is the number of writes in flight at most. Each write has
+	// its own goroutine while it lasts; an idle Manager has none. Default
 	// DefaultWorkers (10).
 	Workers int
 	// BackoffBase and BackoffMax shape the per-pod retry delay after a

@@ -36,10 +36,11 @@ const (
 
 // settings of one scale run.
 type settings struct {
-	pods         int
-	housekeeping time.Duration // agent.Options.HousekeepingInterval
-	relist       time.Duration // agent.Options.RelistInterval
-	log          bool
+	pods          int
+	housekeeping  time.Duration // agent.Options.HousekeepingInterval
+	relist        time.Duration // agent.Options.RelistInterval
+	relistWorkers int           // agent.Options.RelistWorkers
+	log           bool
 	// eviction runs the agent's eviction manager (agent.Options.Eviction,
 	// the kubelet's default thresholds and 10 s interval) on node stats
 	// with room to spare, so that its passes (every pod's stats from the
@@ -127,6 +128,7 @@ func startWorld(t testing.TB, s settings) *world {
 			return w.rep, nil
 		},
 		Registerer:           w.reg,
+		RelistWorkers:        s.relistWorkers,
 		Logger:               log,
 		HousekeepingInterval: s.housekeeping,
 		RelistInterval:       s.relist,

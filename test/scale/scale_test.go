@@ -16,19 +16,20 @@ import (
 )
 
 var (
-	flagPods   = flag.Int("scale.pods", 2000, "API pods (one container each) the agent holds at once")
-	flagPasses = flag.Int("scale.passes", 5, "housekeeping passes timed once every pod runs (the median is reported)")
-	flagLog    = flag.Bool("scale.log", false, "log the agent (V(2)) to the test log")
-	flagEvict  = flag.Bool("scale.eviction", true, "run the eviction manager (pressure-free node stats, the runtime's pod stats) beside housekeeping")
-	flagHeap   = flag.String("scale.heapprofile", "", "write a heap profile to this file once every pod runs, and the goroutines to its name with .goroutines.txt appended")
-	flagCPU    = flag.String("scale.cpuprofile", "", "write CPU profiles to this file's name with .steady (the housekeeping and GC passes) and .drain (the drain) appended")
+	flagPods          = flag.Int("scale.pods", 2000, "API pods (one container each) the agent holds at once")
+	flagPasses        = flag.Int("scale.passes", 5, "housekeeping passes timed once every pod runs (the median is reported)")
+	flagLog           = flag.Bool("scale.log", false, "log the agent (V(2)) to the test log")
+	flagEvict         = flag.Bool("scale.eviction", true, "run the eviction manager (pressure-free node stats, the runtime's pod stats) beside housekeeping")
+	flagHeap          = flag.String("scale.heapprofile", "", "write a heap profile to this file once every pod runs, and the goroutines to its name with .goroutines.txt appended")
+	flagRelistWorkers = flag.Int("scale.relistworkers", 0, "agent.Options.RelistWorkers: changed pods a relist inspects at once (0: the agent's default)")
+	flagCPU           = flag.String("scale.cpuprofile", "", "write CPU profiles to this file's name with .steady (the housekeeping and GC passes) and .drain (the drain) appended")
 )
 
 // settingsFor returns the agent's timings for n pods: the defaults (2s
 // housekeeping, 1s relist) from 10,000 pods on, shorter ones below so that
 // the small run stays short under -race.
 func settingsFor(n int) settings {
-	s := settings{pods: n, housekeeping: agent.DefaultHousekeepingInterval, relist: agent.DefaultRelistInterval, log: *flagLog, eviction: *flagEvict}
+	s := settings{pods: n, housekeeping: agent.DefaultHousekeepingInterval, relist: agent.DefaultRelistInterval, log: *flagLog, eviction: *flagEvict, relistWorkers: *flagRelistWorkers}
 	if n < 10000 {
 		s.housekeeping, s.relist = 250*time.Millisecond, 250*time.Millisecond
 	}

@@ -64,6 +64,45 @@ func TestImageFsInfoUnsupported(t *testing.T) {
 	}
 }
 
+// The stats come back while the disk is over the threshold with nothing
+// left to remove: the collection is said to be on again, and that pass's
+// failure is logged as a failure. The host's disk (statfs of fakecri's
+// mount point) is over the 2% threshold on any machine that runs tests.
+func TestImageFsInfoBackOnAFullDisk(t *testing.T) {
+	srv := fakecri.New(fakecri.Options{Images: []string{"a:1"}})
+	if err := srv.StartInMemory(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	remove := srv.Inject(fakecri.Fault{Method: "ImageFsInfo", Code: codes.Unimplemented})
+	rt, err := cri.New(cri.Options{Endpoint: "fake", Dialer: srv.DialContext})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	clk := clocktesting.NewFakeClock(t0)
+	logs := &logLines{t: t}
+	m, err := imagegc.New(imagegc.Options{Runtime: rt, Clock: clk, Recorder: &recorder{}, NodeName: "n",
+		Logger: logs.logger(), DetectPeriod: 24 * time.Hour, ImageListPeriod: 24 * time.Hour,
+		HighThresholdPercent: 2, LowThresholdPercent: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := run(t, m, clk, imagegc.DefaultGCPeriod)
+	step()
+	if _, err := m.DeleteUnusedImages(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	remove()
+	step()
+	if n := logs.count("Image garbage collection is on again"); n != 1 {
+		t.Errorf("%d lines saying the collection is on again, want 1", n)
+	}
+	if n := logs.count("failed once"); n != 1 {
+		t.Errorf("%d lines saying the collection failed once, want 1 (the disk over 2%%, nothing to remove)", n)
+	}
+}
+
 // Nonsense stats remove nothing: a capacity of 0 (InvalidDiskCapacity,
 // once per row), available above capacity (no usage), huge values (no
 // overflow).

@@ -57,6 +57,7 @@ type Manager struct {
 	// Touched only by the pass holding the token.
 	gcFailures    int             // collection passes failed in a row
 	statsOff      bool            // the stats are unsupported (said once)
+	statsRead     bool            // the last collection pass read the stats
 	warned        map[string]bool // warning events sent in the current row of failed passes
 	detectFailing bool
 }
@@ -407,6 +408,7 @@ func (m *Manager) garbageCollectLocked(ctx context.Context) error {
 }
 
 func (m *Manager) collectLocked(ctx context.Context) error {
+	m.statsRead = false
 	freeTime := m.opts.Clock.Now()
 	images, err := m.evictionOrderLocked(ctx, freeTime)
 	if err != nil {
@@ -419,6 +421,7 @@ func (m *Manager) collectLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("image file system stats: %w", err)
 	}
+	m.statsRead = true
 	capacity, available := st.CapacityBytes, st.AvailableBytes
 	if capacity == 0 {
 		err := errors.New("invalid capacity 0 on image filesystem")
@@ -608,7 +611,13 @@ func (m *Manager) collectAndReport(ctx context.Context) {
 			m.statsOff = true
 		}
 		return
-	case err != nil:
+	case m.statsOff && m.statsRead:
+		// The stats are back, whatever the pass made of them (a full
+		// disk with nothing to remove fails it).
+		m.log.Info("Image garbage collection is on again: the runtime gives the usage of its image file system")
+		m.statsOff = false
+	}
+	if err != nil {
 		m.gcFailures++
 		switch m.gcFailures {
 		case 1:
@@ -620,10 +629,6 @@ func (m *Manager) collectAndReport(ctx context.Context) {
 			m.log.V(4).Info("image garbage collection still failing", "failures", m.gcFailures, "err", err.Error())
 		}
 		return
-	}
-	if m.statsOff {
-		m.log.Info("Image garbage collection is on again: the runtime gives the usage of its image file system")
-		m.statsOff = false
 	}
 	level := 4
 	if m.gcFailures > 0 {

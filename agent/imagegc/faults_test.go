@@ -24,17 +24,7 @@ import (
 // once, with no error lines nor events; it comes back when the runtime
 // answers; DeleteUnusedImages works all along.
 func TestImageFsInfoUnsupported(t *testing.T) {
-	srv := fakecri.New(fakecri.Options{Images: []string{"a:1", "b:1"}})
-	if err := srv.StartInMemory(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	remove := srv.Inject(fakecri.Fault{Method: "ImageFsInfo", Code: codes.Unimplemented})
-	rt, err := cri.New(cri.Options{Endpoint: "fake", Dialer: srv.DialContext})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
+	rt, remove := withoutImageFsInfo(t, "a:1", "b:1")
 	clk := clocktesting.NewFakeClock(t0)
 	rec := &recorder{}
 	logs := &logLines{t: t}
@@ -69,17 +59,7 @@ func TestImageFsInfoUnsupported(t *testing.T) {
 // failure is logged as a failure. The host's disk (statfs of fakecri's
 // mount point) is over the 2% threshold on any machine that runs tests.
 func TestImageFsInfoBackOnAFullDisk(t *testing.T) {
-	srv := fakecri.New(fakecri.Options{Images: []string{"a:1"}})
-	if err := srv.StartInMemory(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	remove := srv.Inject(fakecri.Fault{Method: "ImageFsInfo", Code: codes.Unimplemented})
-	rt, err := cri.New(cri.Options{Endpoint: "fake", Dialer: srv.DialContext})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
+	rt, remove := withoutImageFsInfo(t, "a:1")
 	clk := clocktesting.NewFakeClock(t0)
 	logs := &logLines{t: t}
 	m, err := imagegc.New(imagegc.Options{Runtime: rt, Clock: clk, Recorder: &recorder{}, NodeName: "n",
@@ -101,6 +81,24 @@ func TestImageFsInfoBackOnAFullDisk(t *testing.T) {
 	if n := logs.count("failed once"); n != 1 {
 		t.Errorf("%d lines saying the collection failed once, want 1 (the disk over 2%%, nothing to remove)", n)
 	}
+}
+
+// withoutImageFsInfo returns a CRI runtime over a fakecri holding images
+// whose ImageFsInfo answers Unimplemented until remove is called.
+func withoutImageFsInfo(t *testing.T, images ...string) (rt *cri.Runtime, remove func()) {
+	t.Helper()
+	srv := fakecri.New(fakecri.Options{Images: images})
+	if err := srv.StartInMemory(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	remove = srv.Inject(fakecri.Fault{Method: "ImageFsInfo", Code: codes.Unimplemented})
+	rt, err := cri.New(cri.Options{Endpoint: "fake", Dialer: srv.DialContext})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	return rt, remove
 }
 
 // Nonsense stats remove nothing: a capacity of 0 (InvalidDiskCapacity,

@@ -59,6 +59,9 @@ type Agent struct {
 	// evictions: the eviction manager and its evictions (eviction.go).
 	evictions evictionParts
 
+	// workerCache is cache as the pod workers read it (stoppedstatus.go).
+	workerCache *workerCache
+
 	started atomic.Bool
 	// runtimeEvents: the runtime records the container events itself,
 	// Started included (runtime/cri); otherwise the agent records Started
@@ -165,11 +168,12 @@ func New(opts Options) (*Agent, error) {
 	// relist soon, not up to RelistInterval later.
 	a.cache.OnWait(a.relist.Kick)
 	a.syncer = &syncer{a: a}
+	a.workerCache = newWorkerCache(a.cache)
 	wopts := podworker.Options{
 		Syncer:            a.syncer,
 		Logger:            opts.Logger.WithName("podworker"),
 		Clock:             opts.Clock,
-		Cache:             a.cache,
+		Cache:             a.workerCache,
 		ResyncInterval:    opts.ResyncInterval,
 		BackOffPeriod:     opts.BackOffPeriod,
 		MaxBackOffPeriod:  opts.MaxBackOffPeriod,

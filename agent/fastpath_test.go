@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -51,4 +52,38 @@ func TestWaitingWorkerKicksARelist(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, ra, uid)
+}
+
+// TestTerminatedSyncNeedsNoRelist: the terminated sync runs on the status
+// that the terminating sync read after its kill, without waiting for a
+// relist that began after the kill: here every listing fails once the pod
+// is killed, and the pod still reaches its terminated sync, which removes
+// its sandbox and containers. Before, the terminated sync waited for such a
+// relist (here for StatusWaitTimeout, an hour).
+func TestTerminatedSyncNeedsNoRelist(t *testing.T) {
+	_, endpoint := startFakeCRI(t, fakecri.Options{})
+	dir := t.TempDir()
+	writeManifest(t, dir, "web.yaml", manifest("web", 30))
+	ra := startAgentWith(t, endpoint, dir, func(o *agent.Options) {
+		o.StatusWaitTimeout = time.Hour
+	})
+	uid := ra.podUID(t, "web")
+	waitRunning(t, ra, uid)
+	ra.rt.blindAfterKill.Store(true)
+	removeManifest(t, dir, "web.yaml")
+	podworkertest.WaitFor(t, waitTimeout, "pod removed from the runtime by its terminated sync", func() bool {
+		if !ra.rt.blind.Load() {
+			return false // not killed yet
+		}
+		pods, err := ra.rt.Runtime.GetPods(context.Background(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods {
+			if p.ID == uid {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -105,13 +105,30 @@ func (l *errorLog) matching(target error) int {
 type faultyRuntime struct {
 	*cri.Runtime
 	failKills atomic.Int32
+	// blindAfterKill: once a KillPod succeeds, every GetPods (the
+	// relister's listing) fails.
+	blindAfterKill atomic.Bool
+	blind          atomic.Bool
 }
 
 func (f *faultyRuntime) KillPod(ctx context.Context, pod *v1.Pod, runningPod *runtime.Pod, gp *int64) error {
 	if f.failKills.Add(-1) >= 0 {
 		return fmt.Errorf("injected kill failure: %w", runtime.ErrUnavailable)
 	}
-	return f.Runtime.KillPod(ctx, pod, runningPod, gp)
+	if err := f.Runtime.KillPod(ctx, pod, runningPod, gp); err != nil {
+		return err
+	}
+	if f.blindAfterKill.Load() {
+		f.blind.Store(true)
+	}
+	return nil
+}
+
+func (f *faultyRuntime) GetPods(ctx context.Context, all bool) ([]*runtime.Pod, error) {
+	if f.blind.Load() {
+		return nil, fmt.Errorf("injected listing failure: %w", runtime.ErrUnavailable)
+	}
+	return f.Runtime.GetPods(ctx, all)
 }
 
 // runningAgent is one in-process agent over a CRI endpoint.

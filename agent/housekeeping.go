@@ -392,6 +392,13 @@ func (a *Agent) forgetFinished(workingPods map[types.UID]podworker.PodWorkerSync
 		a.status.Delete(uid)
 		a.forgetStatus(uid)
 	}
+	// A stopped status kept for a terminated sync that never came (the
+	// workers forgot the pod first).
+	for _, uid := range a.workerCache.stoppedUIDs() {
+		if _, known := workingPods[uid]; !known {
+			a.workerCache.forgetStopped(uid)
+		}
+	}
 }
 
 // republishRejected publishes again the Failed status of rejected pods that

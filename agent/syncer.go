@@ -217,6 +217,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 	if err := a.rt.KillPod(ctx, pod, nil, gracePeriod); err != nil {
 		return fmt.Errorf("kill pod %s: %w", podRef(pod), err)
 	}
+	ts := a.clock.Now()
 	after, err := a.rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return fmt.Errorf("read status of killed pod %s: %w", podRef(pod), err)
@@ -224,6 +225,10 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, podStatus 
 	if after.HasRunningContainers() || after.HasReadySandbox() {
 		return fmt.Errorf("pod %s: %w", podRef(pod), ErrStillRunning)
 	}
+	// The terminated sync gets this status without waiting for a relist
+	// (stoppedstatus.go).
+	a.workerCache.setStopped(pod.UID, after, ts)
+	a.relist.Reinspect(pod.UID)
 	// As the kubelet (since 1.27): once stopped, the pod is terminal; the
 	// phase reaches the API server with the final status (the status
 	// manager does not write a terminal phase while the pod worker may
@@ -267,6 +272,8 @@ func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, runningPod *runt
 // the pod is deleted (housekeeping's removeDeadRemains).
 func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, podStatus *runtime.PodStatus) error {
 	a := s.a
+	// The stopped status served this sync; a retry waits for the relister.
+	a.workerCache.forgetStopped(pod.UID)
 	// Volumes first: the runtime's RemovePod moves the pod's folder away,
 	// and with a root shared with the runtime that folder holds them
 	// (mounts must not move along).

@@ -48,8 +48,27 @@ type MemoryCache struct {
 	mu        sync.Mutex
 	pods      map[types.UID]cacheEntry
 	timestamp time.Time // zero until the first UpdateTime
-	waiters   map[types.UID]map[*cacheWaiter]struct{}
-	onWait    func()
+	// listed and pending: the last UpdateTimeExcept newer than timestamp,
+	// every pod but the pending ones as fresh as listed.
+	listed  time.Time
+	pending map[types.UID]struct{}
+	waiters map[types.UID]map[*cacheWaiter]struct{}
+	onWait  func()
+}
+
+// ListingCache is a Cache that can take a listing's time before the pods
+// the listing found changed have been read: the Relister calls
+// UpdateTimeExcept with them (pending) once it has compared a listing with
+// the one before, and UpdateTime once it has read them all. Every other
+// pod is then as fresh as the listing, so that a pod worker waiting for one
+// of them need not wait for the reads of the changed pods, which take
+// seconds on a loaded node with many pods. The MemoryCache is one.
+type ListingCache interface {
+	Cache
+	// UpdateTimeExcept records that the runtime was listed at timestamp
+	// and that every entry but those of the pending pods is at least that
+	// fresh. pending must not change afterwards.
+	UpdateTimeExcept(timestamp time.Time, pending map[types.UID]struct{})
 }
 
 // OnWait sets f, which the cache calls (without its lock held) each time a
@@ -62,7 +81,7 @@ func (c *MemoryCache) OnWait(f func()) {
 	c.onWait = f
 }
 
-var _ Cache = (*MemoryCache)(nil)
+var _ ListingCache = (*MemoryCache)(nil)
 
 type cacheEntry struct {
 	status   *PodStatus
@@ -93,6 +112,11 @@ func (c *MemoryCache) getLocked(uid types.UID) (*PodStatus, error) {
 func (c *MemoryCache) newerLocked(uid types.UID, minTime time.Time) bool {
 	if !c.timestamp.IsZero() && c.timestamp.After(minTime) {
 		return true
+	}
+	if !c.listed.IsZero() && c.listed.After(minTime) {
+		if _, pending := c.pending[uid]; !pending {
+			return true
+		}
 	}
 	e, ok := c.pods[uid]
 	return ok && e.modified.After(minTime)
@@ -168,8 +192,27 @@ func (c *MemoryCache) UpdateTime(timestamp time.Time) {
 	if timestamp.After(c.timestamp) {
 		c.timestamp = timestamp
 	}
+	if !c.listed.After(c.timestamp) {
+		c.listed, c.pending = time.Time{}, nil
+	}
 	for uid := range c.waiters {
 		c.notifyLocked(uid, c.timestamp)
+	}
+}
+
+// UpdateTimeExcept implements ListingCache. A timestamp no newer than
+// the last UpdateTime's or UpdateTimeExcept's changes nothing.
+func (c *MemoryCache) UpdateTimeExcept(timestamp time.Time, pending map[types.UID]struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !timestamp.After(c.timestamp) || !timestamp.After(c.listed) {
+		return
+	}
+	c.listed, c.pending = timestamp, pending
+	for uid := range c.waiters {
+		if _, p := pending[uid]; !p {
+			c.notifyLocked(uid, timestamp)
+		}
 	}
 }
 

@@ -177,6 +177,43 @@ func TestCacheGetNewerThanWokenByUpdateTime(t *testing.T) {
 	expectDone(t, done, nil)
 }
 
+// UpdateTimeExcept wakes the waiters of every pod but the pending ones;
+// those wait for their own Set, or for the UpdateTime that ends the relist.
+func TestCacheGetNewerThanWokenByUpdateTimeExcept(t *testing.T) {
+	c := NewCache()
+	c.Set("changed", &PodStatus{ID: "changed"}, nil, at(1))
+	c.Set("same", &PodStatus{ID: "same", Name: "cached"}, nil, at(1))
+	changed := waitFor(t, c, context.Background(), "changed", at(3))
+	also := waitFor(t, c, context.Background(), "changed-too", at(3))
+	same := waitFor(t, c, context.Background(), "same", at(3))
+	unknown := waitFor(t, c, context.Background(), "unknown", at(3))
+	pending := map[types.UID]struct{}{"changed": {}, "changed-too": {}}
+
+	c.UpdateTimeExcept(at(3), pending)
+	expectBlocked(t, same, "UpdateTimeExcept at minTime")
+	c.UpdateTimeExcept(at(4), pending)
+	expectDone(t, same, nil)
+	expectDone(t, unknown, nil)
+	expectBlocked(t, changed, "UpdateTimeExcept with the pod pending")
+	if st, _ := c.GetNewerThan(context.Background(), "same", at(3)); st.Name != "cached" {
+		t.Errorf("status of an unchanged pod: %+v, want the cached one", st)
+	}
+	c.UpdateTimeExcept(at(2), nil) // older: changes nothing
+	expectBlocked(t, changed, "an older UpdateTimeExcept")
+
+	c.Set("changed", &PodStatus{ID: "changed"}, nil, at(4)) // its inspection
+	expectDone(t, changed, nil)
+	expectBlocked(t, also, "another pod's Set")
+	c.UpdateTime(at(4)) // the relist's end
+	expectDone(t, also, nil)
+
+	// The pending set is gone with the UpdateTime: a later
+	// UpdateTimeExcept decides alone.
+	again := waitFor(t, c, context.Background(), "changed-too", at(4))
+	c.UpdateTimeExcept(at(5), map[types.UID]struct{}{"other": {}})
+	expectDone(t, again, nil)
+}
+
 func TestCacheGetNewerThanContextCancel(t *testing.T) {
 	c := NewCache()
 	ctx, cancel := context.WithCancel(context.Background())

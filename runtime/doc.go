@@ -34,7 +34,11 @@
 // stamps the whole cache with the listing's start time (Cache.UpdateTime), so
 // that Cache.GetNewerThan returns for every pod, and finally reports each
 // change through RelisterOptions.OnEvent (ContainerStarted, ContainerDied,
-// ContainerRemoved, ContainerChanged, PodSync).
+// ContainerRemoved, ContainerChanged, PodSync). With a ListingCache (the
+// MemoryCache is one), every pod but the changed ones is stamped as soon as
+// the listings are compared (ListingCache.UpdateTimeExcept): a worker waiting
+// on a pod that did not change does not wait for the reads of those that
+// did, which take seconds when thousands of pods changed at once (a drain).
 //
 // A status read after the listing may name a sandbox or container the
 // listing lacks (created in between); the relister then reads that pod again

@@ -405,6 +405,11 @@ func (r *Relister) relistHeld(ctx context.Context) error {
 		}
 		r.opts.Cache.Set(uid, &PodStatus{ID: uid, Name: old.Name, Namespace: old.Namespace, TimeStamp: ts}, nil, ts)
 	}
+	// Every pod but the changed ones is as fresh as the listing now: their
+	// waiters need not wait for the changed pods' reads.
+	if lc, ok := r.opts.Cache.(ListingCache); ok {
+		lc.UpdateTimeExcept(ts, changed)
+	}
 	reinspect := map[types.UID]struct{}{}
 	err = r.inspect(ctx, inspect, func(p *Pod, status *PodStatus, err error) {
 		if err != nil {

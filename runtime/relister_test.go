@@ -502,3 +502,78 @@ func TestRelisterReinspect(t *testing.T) {
 		t.Fatalf("settled relist: events %v, status reads %v", ev, calls)
 	}
 }
+
+// slowRuntime's GetPodStatus of one pod waits until released.
+type slowRuntime struct {
+	*listRuntime
+	slow    types.UID
+	reading chan struct{} // closed when the slow read begins
+	release chan struct{}
+}
+
+func (s *slowRuntime) GetPodStatus(ctx context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
+	if uid == s.slow {
+		close(s.reading)
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return s.listRuntime.GetPodStatus(ctx, uid, name, ns)
+}
+
+// TestRelisterUnchangedPodsFreshBeforeTheReads: once a relist has compared
+// its listing with the one before, a worker waiting on a pod whose listing
+// did not change gets its status, while the read of a changed pod is still
+// in progress; the changed pod's waiter gets the status read.
+func TestRelisterUnchangedPodsFreshBeforeTheReads(t *testing.T) {
+	rt := &slowRuntime{listRuntime: newListRuntime(), slow: "changed", reading: make(chan struct{}), release: make(chan struct{})}
+	cache := runtime.NewCache()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r, err := runtime.NewRelister(runtime.RelisterOptions{Runtime: rt, Cache: cache, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rt.setPod("same", runtime.ContainerStateRunning)
+	rt.setPod("changed", runtime.ContainerStateRunning)
+	close(rt.release) // the first relist reads both at once
+	if err := r.ForceRefresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rt.reading, rt.release = make(chan struct{}), make(chan struct{})
+
+	clk.Step(time.Second)
+	synced := clk.Now() // the workers' last syncs end now
+	clk.Step(time.Second)
+	rt.setPod("changed", runtime.ContainerStateExited)
+	relisted := make(chan error, 1)
+	go func() { relisted <- r.ForceRefresh(ctx) }()
+	select {
+	case <-rt.reading:
+	case <-ctx.Done():
+		t.Fatal("the changed pod was never read")
+	}
+	st, err := cache.GetNewerThan(ctx, "same", synced)
+	if err != nil {
+		t.Fatalf("unchanged pod, while a changed one is read: %v", err)
+	}
+	if c := st.FindContainerStatusByName("c"); c == nil || c.State != runtime.ContainerStateRunning {
+		t.Errorf("unchanged pod's status: %+v", st)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancelShort()
+	if _, err := cache.GetNewerThan(short, "changed", synced); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("changed pod before its read: %v, want a wait", err)
+	}
+	close(rt.release)
+	if err := <-relisted; err != nil {
+		t.Fatal(err)
+	}
+	st, err = cache.GetNewerThan(ctx, "changed", synced)
+	if c := st.FindContainerStatusByName("c"); err != nil || c == nil || c.State != runtime.ContainerStateExited {
+		t.Errorf("changed pod after its read: %+v, %v", st, err)
+	}
+}

@@ -392,6 +392,14 @@ func (r *Relister) relistHeld(ctx context.Context) error {
 	var inspect []*Pod
 	for uid := range changed {
 		if p, ok := current[uid]; ok {
+			// A status already cached that names exactly what the
+			// listing shows, in the same states, is what a read would
+			// give: the agent read it itself after starting or killing
+			// the pod. It is stamped with the listing's time instead.
+			if st, err := r.opts.Cache.Get(uid); err == nil && listingAgrees(p, st) {
+				r.opts.Cache.Set(uid, st, nil, ts)
+				continue
+			}
 			inspect = append(inspect, p)
 			continue
 		}
@@ -569,6 +577,30 @@ func unchanged(old, cur *Pod) bool {
 		return true
 	}
 	return same(old.Sandboxes, cur.Sandboxes) && same(old.Containers, cur.Containers)
+}
+
+// listingAgrees reports whether status names the sandboxes and containers
+// of the listing p, no more, no fewer, each in the state the listing shows
+// (a listed sandbox runs when it is ready).
+func listingAgrees(p *Pod, status *PodStatus) bool {
+	if status == nil || len(p.Sandboxes) != len(status.SandboxStatuses) || len(p.Containers) != len(status.ContainerStatuses) {
+		return false
+	}
+	for _, sb := range p.Sandboxes {
+		want := SandboxStateNotReady
+		if sb.State == ContainerStateRunning {
+			want = SandboxStateReady
+		}
+		if !slices.ContainsFunc(status.SandboxStatuses, func(s *SandboxStatus) bool { return s.ID == sb.ID.ID && s.State == want }) {
+			return false
+		}
+	}
+	for _, c := range p.Containers {
+		if !slices.ContainsFunc(status.ContainerStatuses, func(s *ContainerStatus) bool { return s.ID.ID == c.ID.ID && s.State == c.State }) {
+			return false
+		}
+	}
+	return true
 }
 
 // unlisted reports whether status names a sandbox or container that the

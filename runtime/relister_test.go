@@ -577,3 +577,55 @@ func TestRelisterUnchangedPodsFreshBeforeTheReads(t *testing.T) {
 		t.Errorf("changed pod after its read: %+v, %v", st, err)
 	}
 }
+
+// TestRelisterTrustsAStatusItsListingAgreesWith: a pod whose listing
+// changed is not read again when the cache already holds a status naming
+// exactly what the listing shows (the agent read it after starting the
+// pod): the status is stamped with the listing's time, which wakes the
+// pod's worker, and the events are those of the listing. A status that
+// disagrees in a state, or names one container fewer, is read.
+func TestRelisterTrustsAStatusItsListingAgreesWith(t *testing.T) {
+	r, rt, cache, rec, clk := newRelister(t)
+	ctx := context.Background()
+	if err := r.ForceRefresh(ctx); err != nil { // nothing yet
+		t.Fatal(err)
+	}
+	clk.Step(time.Second)
+	statusOf := func(uid types.UID, sandbox runtime.SandboxState, containers ...runtime.ContainerState) *runtime.PodStatus {
+		st := &runtime.PodStatus{ID: uid, Name: string(uid), Namespace: "ns",
+			SandboxStatuses: []*runtime.SandboxStatus{{ID: string(uid) + "-sb", State: sandbox}}}
+		for i, s := range containers {
+			st.ContainerStatuses = append(st.ContainerStatuses, &runtime.ContainerStatus{ID: runtime.ContainerID{Type: "t", ID: string(uid) + "-c" + string(rune('0'+i))}, Name: "c", State: s})
+		}
+		return st
+	}
+	for _, uid := range []types.UID{"agrees", "other-state", "fewer"} {
+		rt.setPod(uid, runtime.ContainerStateRunning, runtime.ContainerStateExited)
+	}
+	// The agent's reads, after it started them.
+	read := clk.Now()
+	agrees := statusOf("agrees", runtime.SandboxStateReady, runtime.ContainerStateRunning, runtime.ContainerStateExited)
+	cache.Set("agrees", agrees, nil, read)
+	cache.Set("other-state", statusOf("other-state", runtime.SandboxStateReady, runtime.ContainerStateRunning, runtime.ContainerStateRunning), nil, read)
+	cache.Set("fewer", statusOf("fewer", runtime.SandboxStateReady, runtime.ContainerStateRunning), nil, read)
+
+	clk.Step(time.Second)
+	listed := clk.Now()
+	if err := r.ForceRefresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if calls := rt.takeStatusCalls(); !slices.Equal(calls, []types.UID{"fewer", "other-state"}) {
+		t.Errorf("status reads %v, want only the two that disagree with the listing", calls)
+	}
+	st, err := cache.GetNewerThan(ctx, "agrees", listed.Add(-time.Nanosecond))
+	if err != nil || st != agrees {
+		t.Errorf("agreeing pod's status: %+v, %v; want the agent's, stamped with the listing's time", st, err)
+	}
+	if st, _ := cache.Get("other-state"); st.ContainerStatuses[1].State != runtime.ContainerStateExited {
+		t.Errorf("disagreeing pod's status %+v, want the one read", st)
+	}
+	ev := rec.take()
+	if n := len(ev); n != 9 { // 3 pods × (a sandbox and two containers)
+		t.Errorf("%d events, want every change of the listing (9): %v", n, ev)
+	}
+}

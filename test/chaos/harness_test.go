@@ -18,6 +18,7 @@ import (
 	"github.com/podlife/podlife/agent"
 	"github.com/podlife/podlife/podmanager"
 	"github.com/podlife/podlife/podmanager/source"
+	"github.com/podlife/podlife/podworker"
 	"github.com/podlife/podlife/runtime/cri"
 )
 
@@ -205,13 +206,21 @@ type checkReporter struct {
 	pods agent.PodStateProvider
 	inv  *invariants
 
+	// beforeFinished, when set before the agent runs, is called at the
+	// start of each PodFinished (regression tests hold a pod there).
+	beforeFinished func(pod *v1.Pod)
+
 	mu sync.Mutex
 	// statuses keep only what MergeStatus reads of the previous status.
 	statuses map[types.UID]v1.PodStatus
+	// deleted holds the pods seen deleted (or orphaned) by the pod workers
+	// while they had not terminated yet, with the SyncedAt of the worker
+	// that saw it (a UID created again gets a new worker).
+	deleted map[types.UID]time.Time
 }
 
 func newCheckReporter(pods agent.PodStateProvider, inv *invariants) *checkReporter {
-	return &checkReporter{pods: pods, inv: inv, statuses: map[types.UID]v1.PodStatus{}}
+	return &checkReporter{pods: pods, inv: inv, statuses: map[types.UID]v1.PodStatus{}, deleted: map[types.UID]time.Time{}}
 }
 
 // forget drops the statuses of pods for which keep is false.
@@ -223,14 +232,47 @@ func (r *checkReporter) forget(keep func(types.UID) bool) {
 			delete(r.statuses, uid)
 		}
 	}
+	for uid := range r.deleted {
+		if !keep(uid) {
+			delete(r.deleted, uid)
+		}
+	}
+}
+
+// podInfo returns what the pod workers know of the pod.
+func (r *checkReporter) podInfo(uid types.UID) (podworker.PodInfo, bool) {
+	w, ok := r.pods.(interface {
+		PodInfo(types.UID) (podworker.PodInfo, bool)
+	})
+	if !ok {
+		return podworker.PodInfo{}, false
+	}
+	return w.PodInfo(uid)
+}
+
+// noteDeleted remembers that the pod workers took the pod for deleted while
+// it had not terminated yet: its SyncTerminatedPod, later, finds it content
+// removable (deleted and terminated), whatever arrives meanwhile.
+func (r *checkReporter) noteDeleted(uid types.UID) {
+	info, ok := r.podInfo(uid)
+	if !ok || !info.Deleted || info.Lifecycle >= podworker.LifecycleTerminated {
+		return
+	}
+	r.mu.Lock()
+	r.deleted[uid] = info.SyncedAt
+	r.mu.Unlock()
 }
 
 func (r *checkReporter) SetPodStatus(ctx context.Context, pod, _ *v1.Pod, status v1.PodStatus) error {
+	r.noteDeleted(pod.UID)
 	r.publish(ctx, pod, status, false)
 	return nil
 }
 
 func (r *checkReporter) PodFinished(ctx context.Context, pod, _ *v1.Pod, status v1.PodStatus) error {
+	if r.beforeFinished != nil {
+		r.beforeFinished(pod)
+	}
 	phase := r.publish(ctx, pod, status, true)
 	r.inv.mu.Lock()
 	r.inv.finished[pod.UID] = finish{phase: phase, incarnation: pod.Annotations[incarnationKey]}
@@ -240,13 +282,31 @@ func (r *checkReporter) PodFinished(ctx context.Context, pod, _ *v1.Pod, status 
 
 // contentRemovable reports whether the pod's runtime remains must be gone
 // once it finished: it is being deleted or was evicted (the pod workers'
-// ShouldPodContentBeRemoved).
+// ShouldPodContentBeRemoved), as the agent saw it when its
+// SyncTerminatedPod decided whether to remove them, before PodFinished. So
+// the pod workers are not asked now: a deletion may have come since (a
+// force delete orphans the pod in SyncKnownPods, a graceful one reaches the
+// workers while the pod's final status is published), and then the remains
+// are rightly still there; housekeeping removes them later, as the
+// kubelet's container GC does, and the final checks see that they go.
+// What the agent saw for certain: the deletion timestamp of the pod it
+// passes, an eviction (only ever recorded while the pod terminates), and a
+// deletion the workers had recorded before the pod terminated (noteDeleted).
 func (r *checkReporter) contentRemovable(pod *v1.Pod) bool {
 	if pod.DeletionTimestamp != nil {
 		return true
 	}
-	w, ok := r.pods.(interface{ ShouldPodContentBeRemoved(types.UID) bool })
-	return ok && w.ShouldPodContentBeRemoved(pod.UID)
+	info, ok := r.podInfo(pod.UID)
+	if !ok {
+		return false
+	}
+	if info.Evicted {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.deleted[pod.UID]
+	return ok && at.Equal(info.SyncedAt)
 }
 
 // publish records and checks a status; it returns the phase published.

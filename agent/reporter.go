@@ -30,9 +30,13 @@ type StatusReporter interface {
 	// after each sync of the pod, and for pods that admission rejected.
 	SetPodStatus(ctx context.Context, pod, mirrorPod *v1.Pod, status v1.PodStatus) error
 	// PodFinished publishes the final status of a pod whose containers have
-	// all stopped and been removed (from SyncTerminatedPod): no container
-	// runs or will run. An API-backed reporter may delete the API pod now,
-	// and only now.
+	// all stopped (from SyncTerminatedPod): no container runs or will run.
+	// Those of a pod being deleted, evicted or no longer desired are removed
+	// first; a pod that ran to completion and is still desired keeps its
+	// dead containers (for its logs and exit codes) until it is deleted:
+	// housekeeping then removes them, and calls PodFinished again for a
+	// graceful deletion that came after the first call. An API-backed
+	// reporter may delete the API pod now, and only now.
 	PodFinished(ctx context.Context, pod, mirrorPod *v1.Pod, status v1.PodStatus) error
 }
 

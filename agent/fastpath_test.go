@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/agent"
 	"github.com/podlife/podlife/podworker/podworkertest"
@@ -18,15 +19,11 @@ import (
 // SyncPod started the containers says Running, without waiting for the
 // relister (which here lists once, at start, and never again).
 func TestStartedStatusPublishedWithoutARelist(t *testing.T) {
-	_, endpoint := startFakeCRI(t, fakecri.Options{})
-	dir := t.TempDir()
-	writeManifest(t, dir, "web.yaml", manifest("web", 30))
-	ra := startAgentWith(t, endpoint, dir, func(o *agent.Options) {
+	ra, _, uid := startWeb(t, func(o *agent.Options) {
 		o.RelistInterval = time.Hour
 		o.RelistKickInterval = -1
 		o.ResyncInterval = time.Hour
 	})
-	uid := ra.podUID(t, "web")
 	podworkertest.WaitFor(t, waitTimeout, "pod Running in the published status", func() bool {
 		st, ok := ra.StatusReporter().Status(uid)
 		return ok && st.Phase == v1.PodRunning && len(st.ContainerStatuses) == 1 &&
@@ -39,14 +36,10 @@ func TestStartedStatusPublishedWithoutARelist(t *testing.T) {
 // finished, because each pod worker waiting for a status newer than its
 // last sync asks the relister for one.
 func TestWaitingWorkerKicksARelist(t *testing.T) {
-	_, endpoint := startFakeCRI(t, fakecri.Options{})
-	dir := t.TempDir()
-	writeManifest(t, dir, "web.yaml", manifest("web", 30))
-	ra := startAgentWith(t, endpoint, dir, func(o *agent.Options) {
+	ra, dir, uid := startWeb(t, func(o *agent.Options) {
 		o.RelistInterval = time.Hour
 		o.ResyncInterval = time.Hour
 	})
-	uid := ra.podUID(t, "web")
 	waitRunning(t, ra, uid)
 	if err := os.Remove(filepath.Join(dir, "web.yaml")); err != nil {
 		t.Fatal(err)
@@ -61,13 +54,9 @@ func TestWaitingWorkerKicksARelist(t *testing.T) {
 // its sandbox and containers. Before, the terminated sync waited for such a
 // relist (here for StatusWaitTimeout, an hour).
 func TestTerminatedSyncNeedsNoRelist(t *testing.T) {
-	_, endpoint := startFakeCRI(t, fakecri.Options{})
-	dir := t.TempDir()
-	writeManifest(t, dir, "web.yaml", manifest("web", 30))
-	ra := startAgentWith(t, endpoint, dir, func(o *agent.Options) {
+	ra, dir, uid := startWeb(t, func(o *agent.Options) {
 		o.StatusWaitTimeout = time.Hour
 	})
-	uid := ra.podUID(t, "web")
 	waitRunning(t, ra, uid)
 	ra.rt.blindAfterKill.Store(true)
 	removeManifest(t, dir, "web.yaml")
@@ -86,4 +75,16 @@ func TestTerminatedSyncNeedsNoRelist(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// startWeb starts an agent on a fakecri of its own, with one static pod,
+// web (grace 30 s), in its manifest folder, and options changed by edit;
+// it returns the agent, the folder and web's UID.
+func startWeb(t *testing.T, edit func(*agent.Options)) (*runningAgent, string, types.UID) {
+	t.Helper()
+	_, endpoint := startFakeCRI(t, fakecri.Options{})
+	dir := t.TempDir()
+	writeManifest(t, dir, "web.yaml", manifest("web", 30))
+	ra := startAgentWith(t, endpoint, dir, edit)
+	return ra, dir, ra.podUID(t, "web")
 }

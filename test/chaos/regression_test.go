@@ -13,8 +13,33 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podlife/podlife/podworker/podworkertest"
+	"github.com/podlife/podlife/runtime/cri"
 	"github.com/podlife/podlife/runtime/fakecri"
 )
+
+// checkedFakeCRI serves a fakecri holding the test image on a unix socket
+// and returns it, its endpoint, a CRI client of it and the invariants
+// checked through that client; all are stopped when the test ends.
+func checkedFakeCRI(t *testing.T) (*fakecri.Server, string, *cri.Runtime, *invariants) {
+	t.Helper()
+	srv := fakecri.New(fakecri.Options{Images: []string{testImage}})
+	sockDir, err := os.MkdirTemp("", "chaos") // short: a socket path has a length limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
+	endpoint, err := srv.StartUnix(filepath.Join(sockDir, "cri.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	checker, err := newCRI(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = checker.Close() })
+	return srv, endpoint, checker, newInvariants(checker, newTrace(10))
+}
 
 // TestDeadRemainsOfUnknownPodsAreRemoved: what is left, dead, of a pod that
 // no pod worker knows (exited containers, a stopped sandbox) must not stay in
@@ -23,23 +48,7 @@ import (
 // never cleaned up, because housekeeping only looked at running pods for
 // orphans (fixed in agent housekeeping, removeDeadRemains).
 func TestDeadRemainsOfUnknownPodsAreRemoved(t *testing.T) {
-	srv := fakecri.New(fakecri.Options{Images: []string{testImage}})
-	sockDir, err := os.MkdirTemp("", "chaos")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(sockDir)
-	endpoint, err := srv.StartUnix(filepath.Join(sockDir, "cri.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	checker, err := newCRI(endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer checker.Close()
-	inv := newInvariants(checker, newTrace(10))
+	srv, endpoint, checker, inv := checkedFakeCRI(t)
 	dir := t.TempDir()
 	st := &staticSlot{idx: 1, present: true, version: 1, grace: 1}
 	if err := writeManifest(dir, st); err != nil {
@@ -125,23 +134,7 @@ func TestDeletionWhileCompletedPodFinishes(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := fakecri.New(fakecri.Options{Images: []string{testImage}})
-			sockDir, err := os.MkdirTemp("", "chaos")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer os.RemoveAll(sockDir)
-			endpoint, err := srv.StartUnix(filepath.Join(sockDir, "cri.sock"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Stop()
-			checker, err := newCRI(endpoint)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer checker.Close()
-			inv := newInvariants(checker, newTrace(10))
+			_, endpoint, checker, inv := checkedFakeCRI(t)
 			ar, err := startAgent(endpoint, t.TempDir(), timingsFor(1), inv, nil, logr.Discard())
 			if err != nil {
 				t.Fatal(err)

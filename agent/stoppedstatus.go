@@ -37,7 +37,7 @@ import (
 // when it begins, so that a retry (after a failed volume tear-down, say),
 // which may follow a partial removal of the pod's containers, waits for the
 // relister again. A pod forgotten without a terminated sync drops it in
-// housekeeping's forgetStopped.
+// housekeeping (forgetFinished).
 type workerCache struct {
 	*runtime.MemoryCache
 

@@ -41,6 +41,21 @@ func checkedFakeCRI(t *testing.T) (*fakecri.Server, string, *cri.Runtime, *invar
 	return srv, endpoint, checker, newInvariants(checker, newTrace(10))
 }
 
+// expectRuntimeEmpty waits up to 10 s for the runtime to hold no pod, and
+// names what it still holds if it does.
+func expectRuntimeEmpty(t *testing.T, checker *cri.Runtime) {
+	t.Helper()
+	if err := podworkertest.Poll(10*time.Second, func() bool {
+		all, err := checker.GetPods(context.Background(), true)
+		return err == nil && len(all) == 0
+	}); err != nil {
+		all, _ := checker.GetPods(context.Background(), true)
+		for _, rp := range all {
+			t.Errorf("%v: runtime still holds %s (%s): %s", err, rp.FullName(), rp.ID, describe(rp))
+		}
+	}
+}
+
 // TestDeadRemainsOfUnknownPodsAreRemoved: what is left, dead, of a pod that
 // no pod worker knows (exited containers, a stopped sandbox) must not stay in
 // the runtime. The soak found it after agent restarts: a pod the old agent had
@@ -96,15 +111,7 @@ func TestDeadRemainsOfUnknownPodsAreRemoved(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	if err := podworkertest.Poll(10*time.Second, func() bool {
-		all, err := checker.GetPods(context.Background(), true)
-		return err == nil && len(all) == 0
-	}); err != nil {
-		all, _ := checker.GetPods(context.Background(), true)
-		for _, rp := range all {
-			t.Errorf("%v: runtime still holds %s (%s): %s", err, rp.FullName(), rp.ID, describe(rp))
-		}
-	}
+	expectRuntimeEmpty(t, checker)
 }
 
 // TestDeletionWhileCompletedPodFinishes: a pod that ran to completion and is
@@ -185,15 +192,7 @@ func TestDeletionWhileCompletedPodFinishes(t *testing.T) {
 			releaseOnce.Do(func() { close(release) })
 
 			// Its remains go, after its final status.
-			if err := podworkertest.Poll(10*time.Second, func() bool {
-				all, err := checker.GetPods(context.Background(), true)
-				return err == nil && len(all) == 0
-			}); err != nil {
-				all, _ := checker.GetPods(context.Background(), true)
-				for _, rp := range all {
-					t.Errorf("%v: runtime still holds %s (%s): %s", err, rp.FullName(), rp.ID, describe(rp))
-				}
-			}
+			expectRuntimeEmpty(t, checker)
 			for _, p := range inv.problems() {
 				t.Error(p)
 			}

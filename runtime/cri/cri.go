@@ -2,7 +2,9 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,7 +13,9 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podlife/podlife/runtime"
@@ -20,9 +24,12 @@ import (
 // Runtime implements runtime.Runtime over a CRI endpoint. It is safe for
 // concurrent use; calls for different pods run in parallel.
 type Runtime struct {
-	opts    Options
-	log     logr.Logger
-	conn    *grpc.ClientConn
+	opts Options
+	log  logr.Logger
+	// conn is the Runtime's own connection; nil with Options.Conn.
+	conn *grpc.ClientConn
+	// closed is set by Close when the calls go through Options.Conn.
+	closed  *atomic.Bool
 	rs      runtimeapi.RuntimeServiceClient
 	is      runtimeapi.ImageServiceClient
 	backOff *backOff
@@ -61,6 +68,63 @@ func New(opts Options) (*Runtime, error) {
 		opts.NodeMemoryCapacity, memErr = readMemTotal(opts.meminfo)
 	}
 	ops := newOperationMetrics(opts.Registerer, opts.MetricsNamespace, opts.Clock)
+	var cc grpc.ClientConnInterface
+	var conn *grpc.ClientConn
+	closed := new(atomic.Bool)
+	if opts.Conn != nil {
+		cc = callerConn{cc: opts.Conn, ops: ops, closed: closed, defaults: []grpc.CallOption{
+			grpc.MaxCallRecvMsgSize(opts.MaxMessageSize), grpc.MaxCallSendMsgSize(opts.MaxMessageSize),
+		}}
+	} else {
+		var err error
+		if conn, err = dial(opts, ops); err != nil {
+			return nil, err
+		}
+		cc = conn
+	}
+	if ops != nil {
+		if err := ops.register(opts.Registerer); err != nil {
+			if conn != nil {
+				_ = conn.Close()
+			}
+			return nil, err
+		}
+	}
+	r := &Runtime{
+		opts:        opts,
+		log:         opts.Logger.WithName("cri"),
+		conn:        conn,
+		closed:      closed,
+		rs:          runtimeapi.NewRuntimeServiceClient(cc),
+		is:          runtimeapi.NewImageServiceClient(cc),
+		backOff:     newBackOff(opts.Clock, opts.BackOffInitial, opts.BackOffMax),
+		pullBackOff: newBackOff(opts.Clock, opts.ImagePullBackOffInitial, opts.ImagePullBackOffMax),
+		janitor:     newJanitor(opts.VolumeRoot, opts.Logger.WithName("cri"), opts.Clock),
+	}
+	r.SetStarted(opts.Started)
+	if memErr != nil {
+		r.log.Info("node memory unknown: Burstable containers get OOM score adjustment 999", "err", memErr)
+	}
+	return r, nil
+}
+
+// Close closes the connection (not a caller's Options.Conn) and stops
+// deleting the folders of removed pods (what is left of them is deleted by
+// the next Runtime on the same VolumeRoot). Calls after Close fail.
+func (r *Runtime) Close() error {
+	r.janitor.close()
+	if r.conn == nil {
+		if r.closed.Swap(true) {
+			return errors.New("cri: runtime already closed")
+		}
+		return nil
+	}
+	return r.conn.Close()
+}
+
+// dial makes the Runtime's gRPC connection to opts.Endpoint (or through
+// opts.Dialer). It does not connect yet.
+func dial(opts Options, ops *operationMetrics) (*grpc.ClientConn, error) {
 	target := opts.Endpoint
 	dialOpts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -85,35 +149,42 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cri client for %q: %w: %w", opts.Endpoint, runtime.ErrInvalidArgument, err)
 	}
-	if ops != nil {
-		if err := ops.register(opts.Registerer); err != nil {
-			_ = conn.Close()
-			return nil, err
-		}
-	}
-	r := &Runtime{
-		opts:        opts,
-		log:         opts.Logger.WithName("cri"),
-		conn:        conn,
-		rs:          runtimeapi.NewRuntimeServiceClient(conn),
-		is:          runtimeapi.NewImageServiceClient(conn),
-		backOff:     newBackOff(opts.Clock, opts.BackOffInitial, opts.BackOffMax),
-		pullBackOff: newBackOff(opts.Clock, opts.ImagePullBackOffInitial, opts.ImagePullBackOffMax),
-		janitor:     newJanitor(opts.VolumeRoot, opts.Logger.WithName("cri"), opts.Clock),
-	}
-	r.SetStarted(opts.Started)
-	if memErr != nil {
-		r.log.Info("node memory unknown: Burstable containers get OOM score adjustment 999", "err", memErr)
-	}
-	return r, nil
+	return conn, nil
 }
 
-// Close closes the connection and stops deleting the folders of removed
-// pods (what is left of them is deleted by the next Runtime on the same
-// VolumeRoot). Calls after Close fail.
-func (r *Runtime) Close() error {
-	r.janitor.close()
-	return r.conn.Close()
+// callerConn is a caller's Options.Conn with what the Runtime's own
+// connection gives every call: the default call options (put first, so
+// that a call's own options win) and the operation metrics.
+type callerConn struct {
+	cc       grpc.ClientConnInterface
+	ops      *operationMetrics // nil: none
+	defaults []grpc.CallOption
+	closed   *atomic.Bool
+}
+
+var _ grpc.ClientConnInterface = callerConn{}
+
+// Invoke implements grpc.ClientConnInterface.
+func (c callerConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	if c.closed.Load() {
+		return status.Error(codes.Canceled, "grpc: the client connection is closing")
+	}
+	opts = append(slices.Clip(c.defaults), opts...)
+	if c.ops == nil {
+		return c.cc.Invoke(ctx, method, args, reply, opts...)
+	}
+	return c.ops.interceptor(ctx, method, args, reply, nil, func(ctx context.Context, method string, args, reply any, _ *grpc.ClientConn, opts ...grpc.CallOption) error {
+		return c.cc.Invoke(ctx, method, args, reply, opts...)
+	}, opts...)
+}
+
+// NewStream implements grpc.ClientConnInterface (the Runtime opens no
+// stream; it passes on to the caller's connection).
+func (c callerConn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	if c.closed.Load() {
+		return nil, status.Error(codes.Canceled, "grpc: the client connection is closing")
+	}
+	return c.cc.NewStream(ctx, desc, method, append(slices.Clip(c.defaults), opts...)...)
 }
 
 // callCtx bounds one call by the configured timeout (plus extra).

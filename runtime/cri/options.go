@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/internal/validate"
@@ -61,11 +62,18 @@ const (
 // Options configures a Runtime.
 type Options struct {
 	// Endpoint of the CRI runtime, "unix:///absolute/path.sock". Required
-	// unless Dialer is set (then it only names the target in errors).
+	// unless Dialer or Conn is set (then it only names the target in
+	// errors).
 	Endpoint string
 	// Dialer, when set, opens every connection (for an in-memory server such
 	// as fakecri.Server.DialContext).
 	Dialer func(ctx context.Context, addr string) (net.Conn, error)
+	// Conn, when set, carries every call instead of a gRPC connection that
+	// the Runtime makes: for a runtime in the same process that needs no
+	// transport, such as fakecri.Server.Conn. The Runtime applies its
+	// MaxMessageSize and its operation metrics to each call; Close does
+	// not close Conn. Dialer and ReconnectMaxDelay are then unused.
+	Conn grpc.ClientConnInterface
 	// Timeout of every CRI call except image pulls and container stops
 	// (which get the grace period on top). Default 2m.
 	Timeout time.Duration
@@ -220,7 +228,7 @@ func (o Options) withDefaults() Options {
 
 func (o Options) validate() error {
 	var errs []error
-	if o.Dialer == nil {
+	if o.Dialer == nil && o.Conn == nil {
 		if err := validateEndpoint(o.Endpoint); err != nil {
 			errs = append(errs, err)
 		}

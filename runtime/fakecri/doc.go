@@ -1,7 +1,10 @@
 // Package fakecri is an in-process CRI server — RuntimeService and
 // ImageService of k8s.io/cri-api v1 over real gRPC — for tests, demos and the
 // example agent. It serves on a unix socket (StartUnix) or an in-memory
-// listener (StartInMemory with DialContext), keeps sandboxes, containers and
+// listener (StartInMemory with DialContext), and to a client in the same
+// process through Conn, a connection without a transport that runs its
+// handlers directly (for an agent holding thousands of pods: it spares
+// their calls the HTTP/2 framing). It keeps sandboxes, containers and
 // images in memory, and injects faults.
 //
 // # Behaviour

@@ -151,6 +151,9 @@ type Server struct {
 	// stream is the streaming server of Exec, Attach and PortForward
 	// (streaming.go); it guards itself.
 	stream streamer
+	// direct holds the unary methods that Conn's calls run (direct.go);
+	// set by New, read only.
+	direct map[string]directMethod
 }
 
 // New returns a Server with the given options. It does not listen yet.
@@ -175,6 +178,7 @@ func New(opts Options) *Server {
 	for _, ref := range opts.Images {
 		s.addImageLocked(ref)
 	}
+	s.direct = directMethods(s)
 	return s
 }
 

@@ -25,7 +25,10 @@
 // the one rotated last (kept uncompressed: the runtime may still be
 // writing to it until it has reopened the log, and a log shipper may still
 // be reading it) and compressed older ones. A log file found missing (a
-// rotation cut short between its rename and the reopen) is reopened.
+// rotation cut short between its rename and the reopen) is reopened,
+// unless its folder is gone too: its pod is being removed (runtime/cri
+// removes a pod's logs with its folder), and no runtime could reopen the
+// file there (the kubelet asks anyway, and the runtime fails).
 //
 // # Cost
 //

@@ -223,6 +223,14 @@ func (m *Manager) check(ctx context.Context, c *container) (rotated bool, err er
 	}
 	info, err := os.Stat(c.path)
 	if errors.Is(err, fs.ErrNotExist) {
+		// Its folder gone too: the pod is being removed (its logs go
+		// with its folder) since the listing; no runtime could reopen
+		// the file there. (During a drain, that is most containers of
+		// a pass.)
+		if _, derr := os.Stat(filepath.Dir(c.path)); errors.Is(derr, fs.ErrNotExist) {
+			m.log.V(4).Info("container log folder gone: its pod is being removed", "pod", c.pod, "container", c.name, "path", c.path)
+			return false, nil
+		}
 		// Renamed by a rotation that could not reopen it nor rename it
 		// back, or lost: the runtime writes to a file no reader finds.
 		if err := m.opts.Runtime.ReopenContainerLog(ctx, c.id); err != nil {

@@ -359,6 +359,25 @@ func TestMissingLogIsReopened(t *testing.T) {
 	}
 }
 
+// A log whose folder is gone too belongs to a pod being removed since the
+// listing (runtime/cri removes a pod's logs with its folder): it is not
+// reopened, and is no failure.
+func TestLogOfARemovedPodIsNotReopened(t *testing.T) {
+	fr, _, rec, m := setup(t, logrotate.Options{MaxSize: 1000})
+	path := fr.run(t, t.TempDir(), "leaving", "main")
+	rotate(t, m, logrotate.Result{Containers: 1})
+	if err := os.RemoveAll(filepath.Dir(path)); err != nil {
+		t.Fatal(err)
+	}
+	rotate(t, m, logrotate.Result{Containers: 1})
+	if _, reopens := fr.counts("leaving-main"); reopens != 0 {
+		t.Errorf("%d reopens of a log whose folder is gone, want none", reopens)
+	}
+	if errs := rec.errors(); len(errs) != 0 {
+		t.Errorf("errors logged: %v", errs)
+	}
+}
+
 // A pass costs one listing and a stat per running container: the runtime
 // is asked for a container's log path once, a container without a log
 // file is skipped, and a container that stopped is forgotten.

@@ -7,7 +7,8 @@
 // the real pod lifecycle (init containers and sidecars, restart policy and
 // crash-loop back-off, image pull back-off, probes, grace periods,
 // terminal statuses, deletion), writes their statuses and records events,
-// on an in-process fake CRI runtime (runtime/fakecri) of its own. Where a
+// on an in-process fake CRI runtime (runtime/fakecri) of its own, which
+// its CRI client calls without a transport (fakecri.Server.Conn). Where a
 // real node would run a process, the pod's ScriptAnnotation says what
 // happens: when each container exits and with which code, how long it
 // takes to stop, how its image pulls go and what its probes answer over

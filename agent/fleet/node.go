@@ -214,8 +214,9 @@ func (n *Node) newAgentLocked(services envvars.ServiceReader) (*agent.Agent, err
 			return nil, fmt.Errorf("runtime: %w", err)
 		}
 		rt, err := cri.New(cri.Options{
-			Endpoint:   "fleet/" + n.name,
-			Dialer:     srv.DialContext,
+			Endpoint: "fleet/" + n.name,
+			// No transport: the calls run fakecri's handlers directly.
+			Conn:       srv.Conn(),
 			Clock:      f.opts.Clock,
 			Logger:     log.WithName("cri"),
 			VolumeRoot: f.nodeDir(n.name) + "/pods",

@@ -41,7 +41,8 @@ func openRuntime(endpoint string, podNetwork bool, log logr.Logger, reg promethe
 		if err := srv.StartInMemory(); err != nil {
 			return nil, nil, nil, fmt.Errorf("start embedded runtime: %w", err)
 		}
-		opts.Endpoint, opts.Dialer = "embedded-fakecri", srv.DialContext
+		// No transport: the calls run fakecri's handlers directly.
+		opts.Endpoint, opts.Conn = "embedded-fakecri", srv.Conn()
 	}
 	rt, err = cri.New(opts)
 	if err != nil {

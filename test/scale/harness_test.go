@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,6 +48,10 @@ type settings struct {
 	// runtime, their emptyDir and log usage read from disk) run beside
 	// housekeeping without ever evicting.
 	eviction bool
+	// direct: the CRI client calls fakecri through its direct connection
+	// (fakecri.Server.Conn: no transport) instead of gRPC over a unix
+	// socket.
+	direct bool
 }
 
 // roomyNode is a node far from every eviction threshold.
@@ -96,8 +101,13 @@ func startWorld(t testing.TB, s settings) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.srv.Stop)
+	var conn grpc.ClientConnInterface
+	if s.direct {
+		conn = w.srv.Conn()
+	}
 	w.rt, err = cri.New(cri.Options{
 		Endpoint:     ep,
+		Conn:         conn,
 		CgroupParent: "/podlife-scale",
 		VolumeRoot:   filepath.Join(dir, "volumes"),
 		// A listing of 100,000 containers is about 50 MB.

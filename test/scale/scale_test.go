@@ -2,14 +2,20 @@ package scale
 
 import (
 	"flag"
+	"fmt"
+	"maps"
 	"os"
 	goruntime "runtime"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podlife/podlife/agent"
 	"github.com/podlife/podlife/metrics"
@@ -22,6 +28,7 @@ var (
 	flagEvict         = flag.Bool("scale.eviction", true, "run the eviction manager (pressure-free node stats, the runtime's pod stats) beside housekeeping")
 	flagHeap          = flag.String("scale.heapprofile", "", "write a heap profile to this file once every pod runs, and the goroutines to its name with .goroutines.txt appended")
 	flagRelistWorkers = flag.Int("scale.relistworkers", 0, "agent.Options.RelistWorkers: changed pods a relist inspects at once (0: the agent's default)")
+	flagDirect        = flag.Bool("scale.direct", false, "call fakecri through its direct connection (fakecri.Server.Conn, no transport) instead of gRPC over a unix socket")
 	flagCPU           = flag.String("scale.cpuprofile", "", "write CPU profiles to this file's name with .steady (the housekeeping and GC passes) and .drain (the drain) appended")
 )
 
@@ -29,7 +36,7 @@ var (
 // housekeeping, 1s relist) from 10,000 pods on, shorter ones below so that
 // the small run stays short under -race.
 func settingsFor(n int) settings {
-	s := settings{pods: n, housekeeping: agent.DefaultHousekeepingInterval, relist: agent.DefaultRelistInterval, log: *flagLog, eviction: *flagEvict, relistWorkers: *flagRelistWorkers}
+	s := settings{pods: n, housekeeping: agent.DefaultHousekeepingInterval, relist: agent.DefaultRelistInterval, log: *flagLog, eviction: *flagEvict, relistWorkers: *flagRelistWorkers, direct: *flagDirect}
 	if n < 10000 {
 		s.housekeeping, s.relist = 250*time.Millisecond, 250*time.Millisecond
 	}
@@ -64,6 +71,7 @@ func TestScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	heap0, g0 := liveHeap()
+	calls := callCounts(w)
 
 	// Create.
 	start, cpu := time.Now(), cpuSeconds()
@@ -74,6 +82,7 @@ func TestScale(t *testing.T) {
 		t.Fatalf("pods did not all run: %v", err)
 	}
 	created := time.Since(start)
+	calls = logCalls(t, w, "creation", calls, n)
 	heap1, g1 := liveHeap()
 	t.Logf("created %d pods in %s (%.0f pods/s), %.1f CPU-seconds", n, created.Round(time.Millisecond), float64(n)/created.Seconds(), cpuSeconds()-cpu)
 	t.Logf("live heap: %.1f MiB for %d running pods = %.0f B/pod (the agent, its CRI client and fakecri, pod objects excluded); goroutines %d -> %d",
@@ -85,7 +94,19 @@ func TestScale(t *testing.T) {
 		t.Errorf("%d terminal phases reported for pods that were never deleted", terminal)
 	}
 
-	// Housekeeping passes with every pod running.
+	// Housekeeping passes with every pod running, timed once the log
+	// rotation's pass under way has ended (at 10,000 pods and more): its
+	// first pass over new containers asks the runtime for every log path,
+	// a one-time burst of n ContainerStatus calls.
+	if lr := w.a.LogRotation(); lr != nil && n >= 10000 {
+		settle, p0 := time.Now(), lr.Passes()
+		if err := waitFor(timeoutFor(n), 100*time.Millisecond, func() (bool, string) {
+			return lr.Passes() > p0, "no log rotation pass ended"
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("a log rotation pass ended %s after every pod ran", time.Since(settle).Round(time.Millisecond))
+	}
 	stopProfile := startCPUProfile(t, ".steady")
 	passes := housekeepingPasses(t, w, *flagPasses, timeoutFor(n))
 	durations := make([]time.Duration, len(passes))
@@ -132,6 +153,7 @@ func TestScale(t *testing.T) {
 
 	// Drain: every pod deleted with grace 0, then removed from the "API
 	// server" once finished.
+	calls = logCalls(t, w, "steady passes", calls, n)
 	stopProfile = startCPUProfile(t, ".drain")
 	start, cpu = time.Now(), cpuSeconds()
 	if err := w.push(deleted(pods, 0)); err != nil {
@@ -152,6 +174,7 @@ func TestScale(t *testing.T) {
 		t.Fatalf("drain: %v", err)
 	}
 	drained := time.Since(start)
+	logCalls(t, w, "drain", calls, n)
 	stopProfile()
 	t.Logf("drained %d pods: all finished in %s, workers and runtime empty in %s (%.0f pods/s), %.1f CPU-seconds",
 		n, finished.Round(time.Millisecond), drained.Round(time.Millisecond), float64(n)/drained.Seconds(), cpuSeconds()-cpu)
@@ -200,6 +223,36 @@ func checkSteadyPass(t *testing.T, hk agent.HousekeepingResult, n int) {
 	if hk.Duration <= 0 {
 		t.Errorf("housekeeping pass took %s", hk.Duration)
 	}
+}
+
+// callCounts returns how many times fakecri served each CRI method so far.
+func callCounts(w *world) map[string]int {
+	counts := map[string]int{}
+	for _, desc := range []grpc.ServiceDesc{runtimeapi.RuntimeService_ServiceDesc, runtimeapi.ImageService_ServiceDesc} {
+		for _, m := range desc.Methods {
+			if c := w.srv.CallCount(m.MethodName); c > 0 {
+				counts[m.MethodName] = c
+			}
+		}
+	}
+	return counts
+}
+
+// logCalls logs the CRI calls fakecri served since before (its counts
+// then), per pod and by method, and returns its counts now.
+func logCalls(t *testing.T, w *world, phase string, before map[string]int, n int) map[string]int {
+	t.Helper()
+	now := callCounts(w)
+	var b strings.Builder
+	all := 0
+	for _, m := range slices.Sorted(maps.Keys(now)) {
+		if d := now[m] - before[m]; d > 0 {
+			all += d
+			fmt.Fprintf(&b, ", %s %.2f", m, float64(d)/float64(n))
+		}
+	}
+	t.Logf("CRI calls per pod during the %s: %.2f%s", phase, float64(all)/float64(n), b.String())
+	return now
 }
 
 func total(c metrics.WorkingPodCounts) int {

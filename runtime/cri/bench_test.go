@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podlife/podlife/runtime"
+	"github.com/podlife/podlife/runtime/cri"
 	"github.com/podlife/podlife/runtime/fakecri"
 )
 
@@ -31,32 +32,50 @@ func benchPods(b *testing.B, n int) (*fakecri.Server, string) {
 // BenchmarkGetPods lists 1,000 pods (1,000 sandboxes, 2,000 containers) over
 // a unix socket.
 func BenchmarkGetPods(b *testing.B) {
-	_, ep := benchPods(b, 1000)
-	rt := newRuntime(b, ep)
+	srv, ep := benchPods(b, 1000)
 	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		pods, err := rt.GetPods(ctx, true)
-		if err != nil || len(pods) != 1000 {
-			b.Fatalf("%d pods, %v", len(pods), err)
-		}
+	for _, tr := range transports {
+		b.Run("transport="+tr.name, func(b *testing.B) {
+			rt := newRuntime(b, ep, tr.conn(srv))
+			b.ReportAllocs()
+			for b.Loop() {
+				pods, err := rt.GetPods(ctx, true)
+				if err != nil || len(pods) != 1000 {
+					b.Fatalf("%d pods, %v", len(pods), err)
+				}
+			}
+		})
 	}
 }
 
 // BenchmarkGetPodStatus reads one pod's status among 1,000 (two filtered
 // lists, one sandbox status, two container statuses).
 func BenchmarkGetPodStatus(b *testing.B) {
-	_, ep := benchPods(b, 1000)
-	rt := newRuntime(b, ep)
+	srv, ep := benchPods(b, 1000)
 	ctx := context.Background()
 	pod := testPod("p0500", v1.RestartPolicyAlways)
-	b.ReportAllocs()
-	for b.Loop() {
-		st, err := rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
-		if err != nil || len(st.ContainerStatuses) != 2 {
-			b.Fatalf("%v, %v", st, err)
-		}
+	for _, tr := range transports {
+		b.Run("transport="+tr.name, func(b *testing.B) {
+			rt := newRuntime(b, ep, tr.conn(srv))
+			b.ReportAllocs()
+			for b.Loop() {
+				st, err := rt.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+				if err != nil || len(st.ContainerStatuses) != 2 {
+					b.Fatalf("%v, %v", st, err)
+				}
+			}
+		})
 	}
+}
+
+// transports are the two ways to reach fakecri: gRPC over its unix
+// socket, and its Conn (no transport).
+var transports = []struct {
+	name string
+	conn func(*fakecri.Server) func(*cri.Options)
+}{
+	{"socket", func(*fakecri.Server) func(*cri.Options) { return func(*cri.Options) {} }},
+	{"conn", func(s *fakecri.Server) func(*cri.Options) { return func(o *cri.Options) { o.Conn = s.Conn() } }},
 }
 
 // BenchmarkRelistInspect: one relist that finds all of 1,000 pods changed

@@ -94,18 +94,19 @@ func TestScale(t *testing.T) {
 		t.Errorf("%d terminal phases reported for pods that were never deleted", terminal)
 	}
 
-	// Housekeeping passes with every pod running, timed once the log
-	// rotation's pass under way has ended (at 10,000 pods and more): its
-	// first pass over new containers asks the runtime for every log path,
-	// a one-time burst of n ContainerStatus calls.
+	// Housekeeping passes with every pod running, timed (at 10,000 pods
+	// and more) once a log rotation pass that began after every pod ran
+	// has ended: a pass asks the runtime for the log path of each
+	// container it had not seen, a one-time burst of up to n
+	// ContainerStatus calls, which would run beside the timed passes.
 	if lr := w.a.LogRotation(); lr != nil && n >= 10000 {
 		settle, p0 := time.Now(), lr.Passes()
 		if err := waitFor(timeoutFor(n), 100*time.Millisecond, func() (bool, string) {
-			return lr.Passes() > p0, "no log rotation pass ended"
+			return lr.Passes() > p0+1, "no log rotation pass ended"
 		}); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("a log rotation pass ended %s after every pod ran", time.Since(settle).Round(time.Millisecond))
+		t.Logf("a whole log rotation pass ended %s after every pod ran", time.Since(settle).Round(time.Millisecond))
 	}
 	stopProfile := startCPUProfile(t, ".steady")
 	passes := housekeepingPasses(t, w, *flagPasses, timeoutFor(n))
@@ -153,7 +154,7 @@ func TestScale(t *testing.T) {
 
 	// Drain: every pod deleted with grace 0, then removed from the "API
 	// server" once finished.
-	calls = logCalls(t, w, "steady passes", calls, n)
+	calls = logCalls(t, w, "wait and the steady passes", calls, n)
 	stopProfile = startCPUProfile(t, ".drain")
 	start, cpu = time.Now(), cpuSeconds()
 	if err := w.push(deleted(pods, 0)); err != nil {

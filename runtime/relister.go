@@ -46,7 +46,8 @@ type RelisterOptions struct {
 	Runtime Runtime
 	// Cache receives the statuses. Required.
 	Cache Cache
-	// Interval between two periodic relists. Default 1s.
+	// Interval between the end of a periodic relist and the start of the
+	// next (as the kubelet's PLEG period). Default 1s.
 	Interval time.Duration
 	// Clock drives the interval and stamps the cache. It must be the clock
 	// whose times the cache's readers pass to GetNewerThan. Default: the real
@@ -165,32 +166,37 @@ func NewRelister(opts RelisterOptions) (*Relister, error) {
 	return r, nil
 }
 
-// Run relists at once and then every Interval, and when kicked (Kick),
-// until ctx is done; it then returns nil. A failed relist is logged and
-// retried at the next tick.
+// Run relists at once and then Interval after each relist ended, and when
+// kicked (Kick), until ctx is done; it then returns nil. A failed relist is
+// logged and retried at the next turn. As the kubelet's PLEG (wait.Until:
+// the period starts when a relist returns), a relist that lasts longer
+// than Interval (a listing of 100,000 pods takes seconds) is not followed
+// by another at once: the relister never lists back to back.
 func (r *Relister) Run(ctx context.Context) error {
-	t := r.opts.Clock.NewTicker(r.opts.Interval)
-	defer t.Stop()
 	for {
 		start := r.opts.Clock.Now()
 		if err := r.ForceRefresh(ctx); err != nil && ctx.Err() == nil {
 			r.log.Error(err, "relist failed")
 		}
 		gap := max(r.opts.MinKickInterval, 3*r.opts.Clock.Since(start))
+		next := r.opts.Clock.NewTimer(r.opts.Interval)
+		ok := true
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-t.C():
+			ok = false
+		case <-next.C():
 		case <-r.kick:
-			if !r.waitUntil(ctx, t.C(), start.Add(gap)) {
-				return nil
-			}
+			ok = r.waitUntil(ctx, next.C(), start.Add(gap))
+		}
+		next.Stop()
+		if !ok {
+			return nil
 		}
 	}
 }
 
-// waitUntil waits until the clock reaches at, or the ticker ticks, and
-// reports false if ctx ended first.
+// waitUntil waits until the clock reaches at, or tick fires, and reports
+// false if ctx ended first.
 func (r *Relister) waitUntil(ctx context.Context, tick <-chan time.Time, at time.Time) bool {
 	d := at.Sub(r.opts.Clock.Now())
 	if d <= 0 {

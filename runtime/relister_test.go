@@ -26,6 +26,8 @@ type listRuntime struct {
 	statusErr   map[types.UID]error
 	statusCalls []types.UID
 	lists       int
+	// inList, when set, runs inside each GetPods, without the lock.
+	inList func()
 	// unlisted are containers GetPodStatus reports and GetPods does not:
 	// created between a listing and an inspection.
 	unlisted map[types.UID][]*runtime.ContainerStatus
@@ -47,6 +49,12 @@ func (f *listRuntime) setPod(uid types.UID, containers ...runtime.ContainerState
 }
 
 func (f *listRuntime) GetPods(context.Context, bool) ([]*runtime.Pod, error) {
+	f.mu.Lock()
+	in := f.inList
+	f.mu.Unlock()
+	if in != nil {
+		in()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lists++
@@ -296,6 +304,49 @@ func TestRelisterRun(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after cancel")
+	}
+}
+
+// A relist that lasts longer than Interval (the listing of a huge node) is
+// followed by a wait of Interval, as the kubelet's PLEG waits its period
+// after each relist, not by another relist at once.
+func TestRelisterWaitsIntervalAfterALongRelist(t *testing.T) {
+	r, rt, _, _, clk := newRelister(t)
+	rt.setPod("a", runtime.ContainerStateRunning)
+	var mu sync.Mutex
+	var starts []time.Time // of each listing, on the clock
+	rt.mu.Lock()
+	rt.inList = func() {
+		mu.Lock()
+		starts = append(starts, clk.Now())
+		first := len(starts) == 1
+		mu.Unlock()
+		if first {
+			clk.Step(3 * time.Second) // the first listing takes 3 s
+		}
+	}
+	rt.mu.Unlock()
+	listed := func(n int) func() bool {
+		return func() bool { mu.Lock(); defer mu.Unlock(); return len(starts) >= n }
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	poll(t, "the first relist", listed(1))
+	poll(t, "a wait after it", clk.HasWaiters)
+	end := clk.Now() // the first relist's end: the clock moves no more by itself
+	clk.Step(time.Second)
+	poll(t, "the next relist", listed(2))
+	mu.Lock()
+	defer mu.Unlock()
+	if want := end.Add(time.Second); starts[1].Before(want) {
+		t.Errorf("the relist after a 3 s relist began %s after it ended, want the 1 s interval", starts[1].Sub(end))
 	}
 }
 

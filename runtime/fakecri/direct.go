@@ -66,12 +66,12 @@ func (c directConn) Invoke(ctx context.Context, method string, args, reply any, 
 	if err := ctx.Err(); err != nil {
 		return status.FromContextError(err).Err()
 	}
+	if !c.s.IsUp() {
+		return status.Error(codes.Unavailable, "fakecri: connection refused: server is down")
+	}
 	m, ok := c.s.direct[method]
 	if !ok {
 		return status.Errorf(codes.Unimplemented, "fakecri: unknown method %s", method)
-	}
-	if !c.s.IsUp() {
-		return status.Error(codes.Unavailable, "fakecri: connection refused: server is down")
 	}
 	co := callOptionsOf(opts)
 	in, ok := args.(proto.Message)

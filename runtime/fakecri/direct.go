@@ -19,8 +19,9 @@ import (
 // caller's goroutine. What a gRPC connection does to a call is kept: the
 // request and the reply cross in their wire form (marshalled and decoded,
 // with the codec the call forces, if any), so that neither side shares
-// memory with the other; a reply larger than the call's
-// MaxCallRecvMsgSize is refused with ResourceExhausted; a handler's error
+// memory with the other; a request larger than the call's
+// MaxCallSendMsgSize, or a reply larger than its MaxCallRecvMsgSize, is
+// refused with ResourceExhausted; a handler's error
 // reaches the caller as a gRPC status (Unknown when it is not one); a
 // call whose context has ended fails with Canceled or DeadlineExceeded;
 // while the server is down (Down, or before StartUnix or StartInMemory)

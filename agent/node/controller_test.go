@@ -450,6 +450,18 @@ func TestStatusReadsTheNodeFromItsWatch(t *testing.T) {
 		return h.count("watch", "nodes", "") >= 1
 	})
 	h.eventually("first status", 10*time.Second, func() bool { return h.count("patch", "nodes", "status") == 1 })
+	// The watch request is made once the list has returned, but the
+	// informer has synced only once it has processed what it listed (on
+	// a loaded machine, after further status periods): until then an
+	// update GETs the Node. A forced update that makes no GET shows the
+	// informer synced.
+	h.eventually("a status update that reads the Node from the watch", 0, func() bool {
+		before := h.count("get", "nodes", "")
+		if err := h.c.SyncStatus(h.t.Context()); err != nil {
+			h.t.Fatal(err)
+		}
+		return h.count("get", "nodes", "") == before
+	})
 	gets := h.count("get", "nodes", "")
 	start := h.clock.Now()
 	h.eventually("ten status periods", 10*time.Second, func() bool { return h.clock.Since(start) >= 100*time.Second })

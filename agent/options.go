@@ -170,7 +170,9 @@ type Options struct {
 	// Agent.Housekeeping). Default 2s.
 	HousekeepingInterval time.Duration
 	// RelistInterval is the period of the runtime relist that refreshes the
-	// status cache and wakes the pods whose containers changed. Every pod
+	// status cache and wakes the pods whose containers changed, counted
+	// from the end of one relist to the start of the next (as the
+	// kubelet's PLEG). Every pod
 	// transition waits for a relist newer than the previous sync; a pod
 	// worker that has to wait asks for one at once (RelistKickInterval), so
 	// this bounds the latency of a step only when such relists are off.

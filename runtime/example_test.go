@@ -53,7 +53,7 @@ func ExampleRelister() {
 	if err := rt.SyncPod(ctx, pod, nil); err != nil {
 		panic(err)
 	}
-	if err := rel.ForceRefresh(ctx); err != nil { // Run(ctx) does this every second
+	if err := rel.ForceRefresh(ctx); err != nil { // Run(ctx) does this a second after each relist
 		panic(err)
 	}
 	st, err := cache.GetNewerThan(ctx, pod.UID, before)

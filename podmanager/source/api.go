@@ -129,32 +129,37 @@ func (a *API) Run(ctx context.Context) error {
 
 // withoutManagedFields drops each pod's managedFields before it is stored:
 // the agent never reads them, and they are the largest part of a pod's
-// metadata (several KB). The reflector's objects are fresh from the
-// decoder and its own.
+// metadata (several KB). The object the reflector hands over is not
+// changed: a client may share it (the fake clientset's watch delivers the
+// objects its tracker keeps, and reads them meanwhile); a pod with
+// managedFields is stored as a shallow copy without them.
 type withoutManagedFields struct{ *cache.UndeltaStore }
 
-func dropManagedFields(obj any) {
-	if pod, ok := obj.(*v1.Pod); ok {
-		pod.ManagedFields = nil
+func dropManagedFields(obj any) any {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || pod.ManagedFields == nil {
+		return obj
 	}
+	trimmed := *pod
+	trimmed.ManagedFields = nil
+	return &trimmed
 }
 
 // Add implements cache.Store.
 func (s withoutManagedFields) Add(obj any) error {
-	dropManagedFields(obj)
-	return s.UndeltaStore.Add(obj)
+	return s.UndeltaStore.Add(dropManagedFields(obj))
 }
 
 // Update implements cache.Store.
 func (s withoutManagedFields) Update(obj any) error {
-	dropManagedFields(obj)
-	return s.UndeltaStore.Update(obj)
+	return s.UndeltaStore.Update(dropManagedFields(obj))
 }
 
 // Replace implements cache.Store.
 func (s withoutManagedFields) Replace(list []any, resourceVersion string) error {
-	for _, obj := range list {
-		dropManagedFields(obj)
+	trimmed := make([]any, len(list))
+	for i, obj := range list {
+		trimmed[i] = dropManagedFields(obj)
 	}
-	return s.UndeltaStore.Replace(list, resourceVersion)
+	return s.UndeltaStore.Replace(trimmed, resourceVersion)
 }

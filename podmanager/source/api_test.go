@@ -1,11 +1,13 @@
 package source
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr/testr"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -108,15 +110,36 @@ func TestAPISourceDropsManagedFields(t *testing.T) {
 		return p
 	}
 	cs := fake.NewClientset(managed(boundPod("listed", "1", "node1")))
+	// A pod created between the list and the watch: the fake clientset's
+	// watch delivers it as the very object its tracker keeps.
+	var once sync.Once
+	cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+		once.Do(func() {
+			if err := cs.Tracker().Add(managed(boundPod("between", "3", "node1"))); err != nil {
+				t.Error(err)
+			}
+		})
+		return false, nil, nil
+	})
 	_, c := runAPISource(t, cs)
-	c.waitNames("listed")
+	c.waitNames("between", "listed")
 	if _, err := cs.CoreV1().Pods("default").Create(t.Context(), managed(boundPod("watched", "2", "node1")), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.waitNames("listed", "watched")
-	for _, name := range []string{"listed", "watched"} {
+	c.waitNames("between", "listed", "watched")
+	for _, name := range []string{"listed", "between", "watched"} {
 		if mf := c.byName(name).ManagedFields; mf != nil {
 			t.Errorf("pod %s passed on with managedFields %v", name, mf)
+		}
+		// The objects the client handed over are left as they are: a
+		// client may share them (the fake clientset's watch sends the
+		// very objects its tracker keeps, and reads them meanwhile).
+		o, err := cs.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), "default", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.(*v1.Pod).ManagedFields == nil {
+			t.Errorf("pod %s: the client's copy lost its managedFields", name)
 		}
 	}
 }

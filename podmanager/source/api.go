@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -127,22 +128,24 @@ func (a *API) Run(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// withoutManagedFields drops each pod's managedFields before it is stored:
-// the agent never reads them, and they are the largest part of a pod's
-// metadata (several KB). The object the reflector hands over is not
-// changed: a client may share it (the fake clientset's watch delivers the
-// objects its tracker keeps, and reads them meanwhile); a pod with
-// managedFields is stored as a shallow copy without them.
+// withoutManagedFields stores, for each pod the reflector hands over, a
+// shallow copy of its own: without the managedFields (the agent never
+// reads them, and they are the largest part of a pod's metadata, several
+// KB) and with its own annotations map (the sink stamps annotations on the
+// pods it gets). The client's object is never changed: a client may share
+// it (the fake clientset's watch delivers the objects its tracker keeps,
+// and reads them meanwhile).
 type withoutManagedFields struct{ *cache.UndeltaStore }
 
 func dropManagedFields(obj any) any {
 	pod, ok := obj.(*v1.Pod)
-	if !ok || pod.ManagedFields == nil {
+	if !ok {
 		return obj
 	}
-	trimmed := *pod
-	trimmed.ManagedFields = nil
-	return &trimmed
+	own := *pod
+	own.ManagedFields = nil
+	own.Annotations = maps.Clone(pod.Annotations)
+	return &own
 }
 
 // Add implements cache.Store.

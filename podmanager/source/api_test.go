@@ -105,6 +105,7 @@ func TestAPISource(t *testing.T) {
 // never read), whether listed or watched.
 func TestAPISourceDropsManagedFields(t *testing.T) {
 	managed := func(p *v1.Pod) *v1.Pod {
+		p.Annotations = map[string]string{"example.com/owner": "test"}
 		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-scheduler", Operation: metav1.ManagedFieldsOperationUpdate,
 			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:nodeName":{}}}`)}}}
 		return p
@@ -140,6 +141,9 @@ func TestAPISourceDropsManagedFields(t *testing.T) {
 		}
 		if o.(*v1.Pod).ManagedFields == nil {
 			t.Errorf("pod %s: the client's copy lost its managedFields", name)
+		}
+		if got := o.(*v1.Pod).Annotations; len(got) != 1 {
+			t.Errorf("pod %s: the client's copy has annotations %v, want only its own", name, got)
 		}
 	}
 }

@@ -137,7 +137,7 @@ func (a *API) Run(ctx context.Context) error {
 // and reads them meanwhile).
 type withoutManagedFields struct{ *cache.UndeltaStore }
 
-func dropManagedFields(obj any) any {
+func ownCopy(obj any) any {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
 		return obj
@@ -150,19 +150,19 @@ func dropManagedFields(obj any) any {
 
 // Add implements cache.Store.
 func (s withoutManagedFields) Add(obj any) error {
-	return s.UndeltaStore.Add(dropManagedFields(obj))
+	return s.UndeltaStore.Add(ownCopy(obj))
 }
 
 // Update implements cache.Store.
 func (s withoutManagedFields) Update(obj any) error {
-	return s.UndeltaStore.Update(dropManagedFields(obj))
+	return s.UndeltaStore.Update(ownCopy(obj))
 }
 
 // Replace implements cache.Store.
 func (s withoutManagedFields) Replace(list []any, resourceVersion string) error {
 	trimmed := make([]any, len(list))
 	for i, obj := range list {
-		trimmed[i] = dropManagedFields(obj)
+		trimmed[i] = ownCopy(obj)
 	}
 	return s.UndeltaStore.Replace(trimmed, resourceVersion)
 }

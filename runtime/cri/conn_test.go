@@ -72,18 +72,7 @@ func TestRuntimeThroughACallersConn(t *testing.T) {
 		{"kubelet_runtime_operations_errors_total", "run_podsandbox", 1},
 		{"kubelet_runtime_operations_total", "remove_container", 1},
 	} {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := -1.0
-		for _, mf := range mfs {
-			for _, m := range mf.GetMetric() {
-				if mf.GetName() == c.name && m.GetLabel()[0].GetValue() == c.op {
-					got = m.GetCounter().GetValue()
-				}
-			}
-		}
+		got := opCount(t, reg, c.name, c.op)
 		if got != float64(c.want) {
 			t.Errorf("%s{operation_type=%q} = %v, want %d", c.name, c.op, got, c.want)
 		}

@@ -30,28 +30,6 @@ func TestRuntimeOperationMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	count := func(name, op string) float64 {
-		t.Helper()
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() != name {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				if m.GetLabel()[0].GetValue() != op {
-					continue
-				}
-				if h := m.GetHistogram(); h != nil {
-					return float64(h.GetSampleCount())
-				}
-				return m.GetCounter().GetValue()
-			}
-		}
-		return 0
-	}
 	for _, c := range []struct {
 		name, op string
 		want     float64
@@ -64,7 +42,7 @@ func TestRuntimeOperationMetrics(t *testing.T) {
 		{"kubelet_runtime_operations_errors_total", "start_container", 0},
 		{"kubelet_runtime_operations_total", "list_podsandbox", 2}, // the two podStatus reads
 	} {
-		if got := count(c.name, c.op); got != c.want {
+		if got := opCount(t, reg, c.name, c.op); got != c.want {
 			t.Errorf("%s{operation_type=%q} = %v, want %v", c.name, c.op, got, c.want)
 		}
 	}
@@ -80,4 +58,29 @@ func TestRuntimeOperationMetrics(t *testing.T) {
 	if _, err := cri.New(cri.Options{Endpoint: ep, Registerer: reg, VolumeRoot: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "register metrics") {
 		t.Fatalf("second runtime on the same registry: %v", err)
 	}
+}
+
+// opCount is the value of the series of metric name with operation_type
+// op in reg: a counter's value, a histogram's sample count, 0 if absent.
+func opCount(t *testing.T, reg prometheus.Gatherer, name, op string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() != op {
+				continue
+			}
+			if h := m.GetHistogram(); h != nil {
+				return float64(h.GetSampleCount())
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
 }

@@ -75,13 +75,9 @@ func (c directConn) Invoke(ctx context.Context, method string, args, reply any, 
 		return status.Errorf(codes.Unimplemented, "fakecri: unknown method %s", method)
 	}
 	co := callOptionsOf(opts)
-	in, ok := args.(proto.Message)
-	if !ok {
-		return status.Errorf(codes.Internal, "fakecri: request of %s is a %T, not a protocol buffer", method, args)
-	}
-	req, err := proto.Marshal(in)
+	req, err := wireForm("request", method, args)
 	if err != nil {
-		return status.Errorf(codes.Internal, "fakecri: marshal request of %s: %v", method, err)
+		return err
 	}
 	if co.maxSend > 0 && len(req) > co.maxSend {
 		return status.Errorf(codes.ResourceExhausted, "grpc: trying to send message larger than max (%d vs. %d)", len(req), co.maxSend)
@@ -106,18 +102,27 @@ func (c directConn) Invoke(ctx context.Context, method string, args, reply any, 
 	if err := ctx.Err(); err != nil { // the reply came after the caller gave up
 		return status.FromContextError(err).Err()
 	}
-	out, ok := resp.(proto.Message)
-	if !ok {
-		return status.Errorf(codes.Internal, "fakecri: reply of %s is a %T, not a protocol buffer", method, resp)
-	}
-	b, err := proto.Marshal(out)
+	b, err := wireForm("reply", method, resp)
 	if err != nil {
-		return status.Errorf(codes.Internal, "fakecri: marshal reply of %s: %v", method, err)
+		return err
 	}
 	if co.maxRecv > 0 && len(b) > co.maxRecv {
 		return status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", len(b), co.maxRecv)
 	}
 	return decodeReply(method, b, reply, co)
+}
+
+// wireForm marshals a call's request or reply (what) for the other side.
+func wireForm(what, method string, v any) ([]byte, error) {
+	msg, ok := v.(proto.Message)
+	if !ok {
+		return nil, status.Errorf(codes.Internal, "fakecri: %s of %s is a %T, not a protocol buffer", what, method, v)
+	}
+	b, err := proto.Marshal(msg)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "fakecri: marshal %s of %s: %v", what, method, err)
+	}
+	return b, nil
 }
 
 // callOptions are the call options a direct call honours; a later option
